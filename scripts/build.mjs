@@ -1,0 +1,21 @@
+// Builds dist/: compiles src/ with tsc and records what was built (version, git commit, time)
+// so `mnemos --version` and `/api/version` can say exactly which code is running.
+import { execFileSync } from "node:child_process"
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+
+const run = (cmd, args) => execFileSync(cmd, args, { stdio: "inherit" })
+run(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.json"])
+
+const gitCommit = (() => {
+  try {
+    return execFileSync("git", ["rev-parse", "--short=12", "HEAD"], { stdio: ["ignore", "pipe", "ignore"] })
+      .toString()
+      .trim()
+  } catch {
+    return "unknown"
+  }
+})()
+const { version } = JSON.parse(readFileSync("package.json", "utf8"))
+mkdirSync("dist", { recursive: true })
+writeFileSync("dist/build-info.json", JSON.stringify({ version, gitCommit, builtAt: new Date().toISOString() }, null, 2))
+chmodSync("dist/cli.js", 0o755)

@@ -1,0 +1,353 @@
+/**
+ * A store actor: one domain store made durable and supervised.
+ *
+ * Owns the store's WAL and LMDB checkpoint; nothing else writes them. Commands arrive in a bounded
+ * mailbox; the actor takes up to `batchCommandsMax` at a time and, for the whole batch:
+ * decides and applies every command against an in-memory overlay (so later commands see earlier
+ * ones), appends all events to the WAL with one fdatasync, commits the overlay to LMDB together
+ * with the new applied sequence, publishes the events, and only then answers every caller (group
+ * commit). Reads go straight to LMDB read transactions and never wait for the writer.
+ *
+ * Supervision. A defect anywhere in a batch (a bug in `decide`/`apply`, a failed write or
+ * fdatasync, a failed LMDB commit) ends the running incarnation only. The supervisor closes WAL and
+ * LMDB, waits (exponential backoff), and reopens from disk with `discardAfterSeq` = the last
+ * acknowledged sequence, so a failed batch that reached the disk is cut away and the error its
+ * callers get ("not applied") is true. The failed batch's callers are answered after that reopen;
+ * commands still in the mailbox stay there and are served by the new incarnation. Each restart is
+ * counted. A store whose log is corrupt does not restart: it refuses every call with a `Corrupt`
+ * error naming file and offset, and the other stores keep serving. After `failFastAfterRestarts`
+ * consecutive failed reopens (say a disk that stays full), waiting callers are failed with
+ * `Unavailable` instead of waiting, while reopening goes on with capped backoff.
+ *
+ * Shutdown (closing the scope): new calls are refused with `ShuttingDown`, the batch in flight
+ * finishes, every command already in the mailbox is processed and answered, LMDB is flushed and
+ * both files are closed.
+ */
+import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, Latch, Queue, Result, Schema, type Scope } from "effect"
+import { EventBus, type CommittedEvent } from "../actors/EventBus.ts"
+import { type Checkpoint, openCheckpoint, type StoreView } from "./Checkpoint.ts"
+import { Overlay } from "./Overlay.ts"
+import type { StoreDefinition } from "./StoreDefinition.ts"
+import { openLocalWal, type RecoveryReport, type Wal, WalError, type WalStats } from "./Wal.ts"
+import { WalFs } from "./WalFs.ts"
+import { batchEndFlag, type WalRecord } from "./WalRecord.ts"
+
+/** Limits and timings of one store actor. */
+export interface StoreOptions {
+  /** The store's directory: the WAL lives in `wal/`, the checkpoint in `lmdb/`. */
+  readonly dir: string
+  readonly mailboxCapacity: number
+  readonly batchCommandsMax: number
+  readonly walSegmentBytesMax: number
+  /** Checkpoint (flush LMDB, release WAL segments) after this many records. */
+  readonly checkpointRecordsInterval: number
+  readonly restartBackoffMsBase: number
+  readonly restartBackoffMsMax: number
+  readonly failFastAfterRestarts: number
+}
+
+/** Defaults used by the daemon; tests shrink them. */
+export const defaultStoreOptions: Omit<StoreOptions, "dir"> = {
+  mailboxCapacity: 4096,
+  batchCommandsMax: 256,
+  walSegmentBytesMax: 64 * 1024 * 1024,
+  checkpointRecordsInterval: 20_000,
+  restartBackoffMsBase: 50,
+  restartBackoffMsMax: 30_000,
+  failFastAfterRestarts: 5
+}
+
+/** Why a store could not serve a call (as opposed to a domain failure of the command itself). */
+export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", {
+  store: Schema.String,
+  reason: Schema.Literals(["WriteFailed", "Unavailable", "Corrupt", "ShuttingDown"]),
+  message: Schema.String
+}) {}
+
+/** A snapshot of a store's condition, for health reports. */
+export interface StoreHealth {
+  readonly name: string
+  readonly state: "starting" | "running" | "restarting" | "unavailable" | "corrupt" | "stopped"
+  readonly restarts: number
+  readonly lastError?: string
+  readonly recovery?: RecoveryReport
+  readonly appliedSeq: number
+  readonly mailboxDepth: number
+  readonly wal?: WalStats
+  readonly lmdbBytes?: number
+}
+
+/** A running store. */
+export interface Store<Command, Reply, Failure> {
+  readonly name: string
+  /** Sends a command; resolves once its events are durable and applied. */
+  readonly send: (command: Command) => Effect.Effect<Reply, Failure | StoreError>
+  /** Runs `query` against the committed state (an LMDB read transaction). */
+  readonly read: <A>(query: (view: StoreView) => A) => Effect.Effect<A, StoreError>
+  readonly health: () => StoreHealth
+}
+
+interface Envelope<Command, Reply, Failure> {
+  readonly command: Command
+  readonly reply: Deferred.Deferred<Reply, Failure | StoreError>
+}
+
+interface Incarnation {
+  readonly checkpoint: Checkpoint
+  readonly wal: Wal
+  readonly salt: number
+}
+
+const eventRecordType = 1
+
+const describeCause = (cause: Cause.Cause<unknown>): string => {
+  const error = Cause.squash(cause)
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error)
+}
+
+/** Starts the supervised actor of `definition`; it stops (draining its mailbox) when the scope closes. */
+export const makeStore = <Command, Event, Reply, Failure>(
+  definition: StoreDefinition<Command, Event, Reply, Failure>,
+  options: StoreOptions
+): Effect.Effect<Store<Command, Reply, Failure>, never, WalFs | EventBus | Scope.Scope> =>
+  Effect.gen(function* () {
+    const fs = yield* WalFs
+    const bus = yield* EventBus
+    const mailbox = yield* Queue.bounded<Envelope<Command, Reply, Failure>>(options.mailboxCapacity)
+    const ready = yield* Latch.make(false)
+    const encodeEvent = Schema.encodeSync(definition.eventSchema)
+    const decodeEvent = Schema.decodeUnknownSync(definition.eventSchema)
+    type Env = Envelope<Command, Reply, Failure>
+
+    let state: StoreHealth["state"] = "starting"
+    let current: Incarnation | undefined
+    let refusal: StoreError | undefined
+    let restarts = 0
+    let lastError: string | undefined
+    let recovery: RecoveryReport | undefined
+    let ackedSeq: number | undefined
+    let recordsSinceCheckpoint = 0
+    let inFlight: ReadonlyArray<Env> = []
+
+    const storeError = (reason: StoreError["reason"], message: string) =>
+      new StoreError({ store: definition.name, reason, message: `store "${definition.name}": ${message}` })
+
+    const publishRecords = (records: ReadonlyArray<{ seq: number; event: Event }>, at: number) =>
+      bus.publishAll(records.map(({ seq, event }): CommittedEvent => ({ store: definition.name, seq, at, event })))
+
+    const replayInto = (checkpoint: Checkpoint, salt: number, records: ReadonlyArray<WalRecord>) => {
+      const applied: Array<{ seq: number; event: Event }> = []
+      let batch: Array<{ seq: number; event: Event }> = []
+      for (const record of records) {
+        batch.push({ seq: record.seq, event: decodeEvent(JSON.parse(Buffer.from(record.payload).toString("utf8"))) })
+        if (record.flags & batchEndFlag) {
+          const events = batch
+          checkpoint.commitWith((writer) => events.forEach(({ event }) => definition.apply(event, writer)), record.seq, salt)
+          applied.push(...events)
+          batch = []
+        }
+      }
+      return applied
+    }
+
+    const open = Effect.gen(function* () {
+      const checkpoint = yield* openCheckpoint(`${options.dir}/lmdb`)
+      return yield* Effect.gen(function* () {
+        const knownSalt = checkpoint.salt()
+        const opened = yield* openLocalWal({
+          dir: `${options.dir}/wal`,
+          segmentBytesMax: options.walSegmentBytesMax,
+          replayAfterSeq: checkpoint.appliedSeq(),
+          ...(knownSalt !== undefined ? { salt: knownSalt } : {}),
+          ...(ackedSeq !== undefined ? { discardAfterSeq: ackedSeq } : {})
+        }).pipe(Effect.provideService(WalFs, fs))
+        const salt = opened.wal.stats().salt
+        const replayed = yield* Effect.try({ try: () => replayInto(checkpoint, salt, opened.replay), catch: (cause) => cause })
+        yield* publishRecords(replayed, yield* Clock.currentTimeMillis)
+        recovery = opened.report
+        ackedSeq = opened.wal.stats().nextSeq - 1
+        return { checkpoint, wal: opened.wal, salt } satisfies Incarnation
+      }).pipe(Effect.onError(() => Effect.promise(() => checkpoint.close())))
+    })
+
+    const close = (incarnation: Incarnation) =>
+      Effect.gen(function* () {
+        yield* incarnation.wal.close()
+        yield* Effect.promise(() => incarnation.checkpoint.close().catch(() => undefined))
+      })
+
+    const checkpointNow = (incarnation: Incarnation) =>
+      Effect.gen(function* () {
+        const appliedSeq = incarnation.checkpoint.appliedSeq()
+        yield* Effect.promise(() => incarnation.checkpoint.flushed())
+        yield* incarnation.wal.releaseThrough(appliedSeq).pipe(Effect.orDie)
+        recordsSinceCheckpoint = 0
+      })
+
+    const processBatch = (incarnation: Incarnation, batch: ReadonlyArray<Env>) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const overlay = new Overlay(incarnation.checkpoint.view)
+        const events: Array<Event> = []
+        const outcomes = batch.map((envelope) => {
+          const outcome = definition.decide(envelope.command, overlay, { now })
+          if (Result.isSuccess(outcome)) {
+            for (const event of outcome.success.events) {
+              definition.apply(event, overlay)
+              events.push(event)
+            }
+          }
+          return outcome
+        })
+        if (events.length > 0) {
+          const entries = events.map((event) => ({
+            type: eventRecordType,
+            payload: Buffer.from(JSON.stringify(encodeEvent(event)), "utf8")
+          }))
+          const { firstSeq, lastSeq } = yield* incarnation.wal.appendBatch(entries).pipe(Effect.orDie)
+          incarnation.checkpoint.commit(overlay.changes(), lastSeq, incarnation.salt)
+          ackedSeq = lastSeq
+          yield* publishRecords(
+            events.map((event, index) => ({ seq: firstSeq + index, event })),
+            now
+          )
+          recordsSinceCheckpoint += events.length
+          if (recordsSinceCheckpoint >= options.checkpointRecordsInterval) yield* checkpointNow(incarnation)
+        }
+        yield* Effect.forEach(
+          batch,
+          (envelope, index) => {
+            const outcome = outcomes[index]!
+            return Result.isSuccess(outcome)
+              ? Deferred.succeed(envelope.reply, outcome.success.reply)
+              : Deferred.fail(envelope.reply, outcome.failure)
+          },
+          { discard: true }
+        )
+      })
+
+    const failAll = (envelopes: Iterable<Env>, error: StoreError) =>
+      Effect.forEach(envelopes, (envelope) => Deferred.fail(envelope.reply, error), { discard: true })
+
+    const backoff = (failures: number) =>
+      Effect.sleep(Duration.millis(Math.min(options.restartBackoffMsMax, options.restartBackoffMsBase * 2 ** Math.max(0, failures - 1))))
+
+    const serve = (incarnation: Incarnation) =>
+      Effect.gen(function* () {
+        while (true) {
+          const batch = yield* Queue.takeBetween(mailbox, 1, options.batchCommandsMax)
+          inFlight = batch
+          yield* Effect.uninterruptible(processBatch(incarnation, batch))
+          inFlight = []
+        }
+      })
+
+    const supervise = Effect.gen(function* () {
+      let consecutiveFailures = 0
+      while (true) {
+        const opened = yield* Effect.exit(open)
+        if (inFlight.length > 0) {
+          const message = Exit.isSuccess(opened)
+            ? "the write failed and was rolled back; it was not applied"
+            : "the write failed; the store could not restart yet, so it stays unacknowledged"
+          yield* failAll(inFlight, storeError("WriteFailed", `${message} (${lastError ?? "unknown cause"})`))
+          inFlight = []
+        }
+        if (Exit.isFailure(opened)) {
+          const error = Cause.squash(opened.cause)
+          lastError = describeCause(opened.cause)
+          if (error instanceof WalError && (error.reason === "Corrupt" || error.reason === "GenerationMismatch")) {
+            state = "corrupt"
+            refusal = storeError("Corrupt", error.message)
+            yield* ready.open
+            // Refuse, never strand: calls that raced past the refusal check still get an answer.
+            const refused = refusal
+            return yield* Effect.forever(
+              Queue.takeBetween(mailbox, 1, options.batchCommandsMax).pipe(Effect.flatMap((batch) => failAll(batch, refused)))
+            )
+          }
+          consecutiveFailures++
+          restarts++
+          if (consecutiveFailures >= options.failFastAfterRestarts) {
+            state = "unavailable"
+            refusal = storeError("Unavailable", `cannot reopen after ${consecutiveFailures} attempts: ${lastError}`)
+            yield* failAll(yield* Queue.clear(mailbox), refusal)
+          } else {
+            state = "restarting"
+          }
+          yield* backoff(consecutiveFailures)
+          continue
+        }
+        consecutiveFailures = 0
+        refusal = undefined
+        current = opened.value
+        state = "running"
+        yield* ready.open
+        const cause = yield* serve(opened.value).pipe(Effect.catchCause((cause) => Effect.succeed(cause)))
+        yield* ready.close
+        state = "restarting"
+        restarts++
+        lastError = describeCause(cause)
+        current = undefined
+        yield* close(opened.value)
+        yield* Effect.logWarning(`store "${definition.name}" restarting after: ${lastError}`)
+        consecutiveFailures++
+        yield* backoff(consecutiveFailures)
+      }
+    })
+
+    const supervisor = yield* Effect.forkDetach(supervise)
+
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function* () {
+        const wasRunning = state === "running"
+        state = "stopped"
+        refusal = storeError("ShuttingDown", "the store is shutting down")
+        yield* Fiber.interrupt(supervisor)
+        const incarnation = current
+        if (incarnation !== undefined && wasRunning) {
+          let pending = yield* Queue.clear(mailbox)
+          while (pending.length > 0) {
+            const batch = pending.slice(0, options.batchCommandsMax)
+            pending = pending.slice(options.batchCommandsMax)
+            const exit = yield* Effect.exit(processBatch(incarnation, batch))
+            if (Exit.isFailure(exit)) yield* failAll([...batch, ...pending], storeError("WriteFailed", describeCause(exit.cause)))
+            if (Exit.isFailure(exit)) break
+          }
+          yield* Effect.promise(() => incarnation.checkpoint.flushed())
+        }
+        yield* failAll(yield* Queue.clear(mailbox), refusal)
+        if (incarnation !== undefined) yield* close(incarnation)
+        current = undefined
+        yield* ready.open
+      })
+    )
+
+    const send = (command: Command): Effect.Effect<Reply, Failure | StoreError> =>
+      Effect.gen(function* () {
+        if (refusal !== undefined) return yield* refusal
+        const reply = yield* Deferred.make<Reply, Failure | StoreError>()
+        yield* Queue.offer(mailbox, { command, reply })
+        return yield* Deferred.await(reply)
+      })
+
+    const read = <A>(query: (view: StoreView) => A): Effect.Effect<A, StoreError> =>
+      Effect.gen(function* () {
+        if (current === undefined && refusal === undefined) yield* ready.await
+        if (current === undefined) return yield* refusal ?? storeError("Unavailable", "the store is not open")
+        return query(current.checkpoint.view)
+      })
+
+    const health = (): StoreHealth => ({
+      name: definition.name,
+      state,
+      restarts,
+      appliedSeq: current?.checkpoint.appliedSeq() ?? ackedSeq ?? 0,
+      mailboxDepth: Queue.sizeUnsafe(mailbox),
+      ...(lastError !== undefined ? { lastError } : {}),
+      ...(recovery !== undefined ? { recovery } : {}),
+      ...(current !== undefined ? { wal: current.wal.stats(), lmdbBytes: current.checkpoint.sizeBytes() } : {})
+    })
+
+    return { name: definition.name, send, read, health } satisfies Store<Command, Reply, Failure>
+  })

@@ -1,0 +1,423 @@
+/**
+ * The write-ahead log of one store: an interface, and its local segmented-file implementation.
+ *
+ * Owns the WAL directory of one store. Invariants:
+ * - Sequence numbers are gap-free; segment `wal-<n>.log` starts at sequence n and every record
+ *   in it follows its predecessor by exactly one.
+ * - `appendBatch` writes the whole batch with one write and issues one fdatasync; it resolves only
+ *   after that fdatasync returned. The caller acknowledges nothing before it resolves.
+ * - Segments rotate only between batches, so a batch never spans two files, and the last record
+ *   of every batch carries `batchEndFlag`.
+ * - After any failed write or sync the log is poisoned: it refuses every further call, because
+ *   what reached the disk is unknown. The owner restarts and reopens it (recovery decides).
+ *
+ * Recovery (`openLocalWal`) reads every segment in order and:
+ * - cuts off, and reports, a torn or partial tail — a bad or short record, or a batch without its
+ *   end record, at the end of the last segment with no valid record after it;
+ * - refuses to open (`WalError` reason `Corrupt`, naming file and offset, touching no byte) when a
+ *   bad record is followed by a valid one, when a sequence skips, or when a segment is damaged
+ *   anywhere but at the end of the log;
+ * - with `discardAfterSeq`, also cuts records above that sequence: after a failed batch the owner
+ *   reopens with its last acknowledged sequence, so an unacknowledged batch that reached the disk
+ *   is removed and the error its callers got stays true.
+ *
+ * The interface is what a store depends on; a replicated log (DESIGN.md §9) can implement it.
+ */
+import { posix as path } from "node:path"
+import { Effect, Schema } from "effect"
+import { type FsError, type WalFile, WalFs } from "./WalFs.ts"
+import {
+  batchEndFlag,
+  decodeSegmentHeader,
+  encodeRecordInto,
+  encodeSegmentHeader,
+  parseSegmentFileName,
+  readRecordAt,
+  recordHeaderBytes,
+  recordPayloadBytesMax,
+  segmentFileName,
+  segmentHeaderBytes,
+  type WalRecord
+} from "./WalRecord.ts"
+
+/** Why the WAL refused or failed. */
+export const WalErrorReason = Schema.Literals([
+  "Corrupt",
+  "GenerationMismatch",
+  "WriteFailed",
+  "FsyncFailed",
+  "DiskFull",
+  "ReadFailed",
+  "Poisoned",
+  "RecordTooLarge"
+])
+export type WalErrorReason = typeof WalErrorReason.Type
+
+/** A WAL failure; `file` and `offset` locate damage for `Corrupt`. */
+export class WalError extends Schema.TaggedError<WalError>()("WalError", {
+  reason: WalErrorReason,
+  file: Schema.optional(Schema.String),
+  offset: Schema.optional(Schema.Number),
+  message: Schema.String
+}) {}
+
+/** One entry handed to `appendBatch`. */
+export interface WalEntry {
+  readonly type: number
+  readonly payload: Uint8Array
+}
+
+/** What recovery found and did. */
+export interface RecoveryReport {
+  readonly segments: number
+  readonly records: number
+  readonly firstSeq: number
+  readonly lastSeq: number
+  /** Set when a torn or partial tail was cut off. */
+  readonly tornTail?: { readonly file: string; readonly offset: number; readonly bytesCut: number; readonly why: string }
+  /** Records above `discardAfterSeq` that were removed. */
+  readonly discardedRecords: number
+}
+
+/** Counters since open. */
+export interface WalStats {
+  readonly segments: number
+  readonly bytes: number
+  readonly appends: number
+  readonly fsyncs: number
+  readonly nextSeq: number
+  readonly salt: number
+}
+
+/** A store's log, as the store kernel sees it. */
+export interface Wal {
+  readonly appendBatch: (
+    entries: ReadonlyArray<WalEntry>
+  ) => Effect.Effect<{ readonly firstSeq: number; readonly lastSeq: number }, WalError>
+  /** Deletes segments whose records are all at or below `seq` (never the active one). */
+  readonly releaseThrough: (seq: number) => Effect.Effect<number, WalError>
+  readonly stats: () => WalStats
+  readonly close: () => Effect.Effect<void>
+}
+
+/** How to open a local WAL. */
+export interface LocalWalOptions {
+  readonly dir: string
+  /** Rotate to a new segment once the active one has reached this size (checked between batches). */
+  readonly segmentBytesMax: number
+  /** Records at or below this sequence are already applied; only later ones are returned for replay. */
+  readonly replayAfterSeq: number
+  /** The store generation the caller knows (from its checkpoint); a WAL of another generation is refused. */
+  readonly salt?: number
+  /** Cut every record above this sequence (used when reopening after a failed batch). */
+  readonly discardAfterSeq?: number
+}
+
+/** An opened WAL with the records to replay (complete batches above `replayAfterSeq`). */
+export interface OpenedWal {
+  readonly wal: Wal
+  readonly replay: ReadonlyArray<WalRecord>
+  readonly report: RecoveryReport
+}
+
+const fsFailure = (reason: WalErrorReason) => (error: FsError) =>
+  new WalError({
+    reason: error.reason === "NoSpace" ? "DiskFull" : reason,
+    file: error.path,
+    message: `${error.op} ${error.path}: ${error.message}`
+  })
+
+const corrupt = (file: string, offset: number, message: string) =>
+  new WalError({ reason: "Corrupt", file, offset, message: `${file} at byte ${offset}: ${message}` })
+
+interface SegmentScan {
+  readonly name: string
+  readonly firstSeq: number
+  readonly salt: number
+  readonly records: Array<WalRecord & { readonly end: number }>
+  /** Offset after the last complete batch. */
+  readonly committedEnd: number
+  readonly size: number
+  readonly damage?: { readonly offset: number; readonly why: string; readonly validAfter: boolean }
+}
+
+/** True when a record with this salt and a sequence above `minSeq` starts anywhere after `from`. */
+const hasValidRecordAfter = (bytes: Buffer, from: number, salt: number, minSeq: number): boolean => {
+  for (let offset = from; offset + recordHeaderBytes <= bytes.length; offset++) {
+    const read = readRecordAt(bytes, offset)
+    if (read._tag === "Record" && read.salt === salt && read.record.seq > minSeq) return true
+  }
+  return false
+}
+
+const scanSegment = (name: string, bytes: Buffer, expectedSeq: number | undefined): SegmentScan | WalError => {
+  const header = decodeSegmentHeader(bytes)
+  if (header === undefined) {
+    return {
+      name,
+      firstSeq: parseSegmentFileName(name) ?? 0,
+      salt: 0,
+      records: [],
+      committedEnd: 0,
+      size: bytes.length,
+      damage: { offset: 0, why: "torn or missing segment header", validAfter: false }
+    }
+  }
+  if (header.firstSeq !== parseSegmentFileName(name)) {
+    return corrupt(name, 0, `header says first sequence ${header.firstSeq}, file name disagrees`)
+  }
+  if (expectedSeq !== undefined && header.firstSeq !== expectedSeq) {
+    return corrupt(name, 0, `sequence gap: expected segment to start at ${expectedSeq}, it starts at ${header.firstSeq}`)
+  }
+  const records: Array<WalRecord & { end: number }> = []
+  let offset = segmentHeaderBytes
+  let committedEnd = segmentHeaderBytes
+  let committedCount = 0
+  let seq = header.firstSeq
+  while (offset < bytes.length) {
+    const read = readRecordAt(bytes, offset)
+    const why =
+      read._tag === "Short"
+        ? "partial record"
+        : read._tag === "Bad"
+          ? read.why
+          : read.salt !== header.salt
+            ? "record of another store generation"
+            : read.record.seq !== seq
+              ? `sequence ${read.record.seq} where ${seq} was expected`
+              : undefined
+    if (why !== undefined || read._tag !== "Record") {
+      const validAfter = hasValidRecordAfter(bytes, offset + 1, header.salt, seq - 1)
+      records.length = committedCount
+      return { name, ...header, records, committedEnd, size: bytes.length, damage: { offset, why: why ?? "", validAfter } }
+    }
+    records.push({ ...read.record, end: read.end })
+    offset = read.end
+    seq++
+    if (read.record.flags & batchEndFlag) {
+      committedEnd = offset
+      committedCount = records.length
+    }
+  }
+  if (committedEnd < offset) {
+    records.length = committedCount
+    return {
+      name,
+      ...header,
+      records,
+      committedEnd,
+      size: bytes.length,
+      damage: { offset: committedEnd, why: "batch without its end record", validAfter: false }
+    }
+  }
+  return { name, ...header, records, committedEnd, size: bytes.length }
+}
+
+/** Opens (recovering) the WAL in `options.dir`, creating the first segment of a new store. */
+export const openLocalWal = Effect.fnUntraced(function* (options: LocalWalOptions) {
+  const fs = yield* WalFs
+  const { dir } = options
+  yield* fs.mkdirp(dir).pipe(Effect.mapError(fsFailure("WriteFailed")))
+  const names = (yield* fs.list(dir).pipe(Effect.mapError(fsFailure("ReadFailed"))))
+    .filter((name) => parseSegmentFileName(name) !== undefined)
+    .sort()
+
+  const scans: Array<SegmentScan> = []
+  let expectedSeq: number | undefined
+  let tornTail: RecoveryReport["tornTail"]
+  for (const [index, name] of names.entries()) {
+    const file = yield* fs.open(path.join(dir, name), { create: false }).pipe(Effect.mapError(fsFailure("ReadFailed")))
+    const size = yield* file.size().pipe(Effect.mapError(fsFailure("ReadFailed")))
+    const bytes = Buffer.from(yield* file.read(0, size).pipe(Effect.mapError(fsFailure("ReadFailed"))))
+    yield* file.close()
+    const scan = scanSegment(name, bytes, expectedSeq)
+    if (scan instanceof WalError) return yield* scan
+    const isLast = index === names.length - 1
+    if (scan.damage !== undefined) {
+      if (!isLast || scan.damage.validAfter) {
+        return yield* corrupt(
+          name,
+          scan.damage.offset,
+          `${scan.damage.why}, and valid records follow: refusing to start; every byte is kept (see \`mnemos repair\`)`
+        )
+      }
+      tornTail = { file: name, offset: scan.committedEnd, bytesCut: scan.size - scan.committedEnd, why: scan.damage.why }
+    }
+    if (options.salt !== undefined && scan.damage?.offset !== 0 && scan.salt !== options.salt) {
+      return yield* new WalError({
+        reason: "GenerationMismatch",
+        file: name,
+        offset: 0,
+        message: `${name} belongs to store generation ${scan.salt}, the checkpoint to ${options.salt}`
+      })
+    }
+    scans.push(scan)
+    expectedSeq = scan.firstSeq + scan.records.length
+  }
+
+  // A segment whose header never made it to disk is dropped whole; otherwise the torn tail is cut.
+  const discardAfterSeq = options.discardAfterSeq ?? Number.POSITIVE_INFINITY
+  let discardedRecords = 0
+  const keep: Array<{ readonly scan: SegmentScan; readonly end: number; readonly records: number }> = []
+  for (const scan of scans) {
+    if (scan.damage?.offset === 0 || (scan.firstSeq > discardAfterSeq && keep.length > 0)) {
+      discardedRecords += scan.records.length
+      yield* fs.remove(path.join(dir, scan.name)).pipe(Effect.mapError(fsFailure("WriteFailed")))
+      yield* fs.syncDir(dir).pipe(Effect.mapError(fsFailure("FsyncFailed")))
+      continue
+    }
+    const kept = scan.records.filter((record) => record.seq <= discardAfterSeq).length
+    discardedRecords += scan.records.length - kept
+    const end = kept === 0 ? segmentHeaderBytes : scan.records[kept - 1]!.end
+    if (end < scan.size) {
+      const file = yield* fs.open(path.join(dir, scan.name), { create: false }).pipe(Effect.mapError(fsFailure("WriteFailed")))
+      yield* file.truncate(end).pipe(Effect.mapError(fsFailure("WriteFailed")))
+      yield* file.datasync().pipe(Effect.mapError(fsFailure("FsyncFailed")))
+      yield* file.close()
+    }
+    keep.push({ scan, end, records: kept })
+  }
+
+  const first = keep[0]
+  const lastKept = keep[keep.length - 1]
+  const salt = first?.scan.salt ?? options.salt ?? (Math.floor(Math.random() * 0xffffffff) >>> 0 || 1)
+  const nextSeq = lastKept ? lastKept.scan.firstSeq + lastKept.records : options.replayAfterSeq + 1
+  if (first !== undefined && first.scan.firstSeq > options.replayAfterSeq + 1) {
+    return yield* corrupt(
+      first.scan.name,
+      0,
+      `the checkpoint holds records up to ${options.replayAfterSeq} but the log starts at ${first.scan.firstSeq}: records are missing`
+    )
+  }
+  if (nextSeq <= options.replayAfterSeq && first !== undefined) {
+    return yield* corrupt(
+      lastKept!.scan.name,
+      lastKept!.end,
+      `the checkpoint holds records up to ${options.replayAfterSeq} but the log ends at ${nextSeq - 1}`
+    )
+  }
+
+  const replay: Array<WalRecord> = []
+  for (const { scan, records } of keep) {
+    for (const record of scan.records.slice(0, records)) {
+      if (record.seq > options.replayAfterSeq) replay.push({ seq: record.seq, type: record.type, flags: record.flags, payload: record.payload })
+    }
+  }
+
+  const segments = keep.map(({ scan, end }) => ({ name: scan.name, firstSeq: scan.firstSeq, size: end }))
+  const wal = yield* makeLocalWal({ dir, segmentBytesMax: options.segmentBytesMax, salt, nextSeq, segments })
+  const report: RecoveryReport = {
+    segments: segments.length,
+    records: replay.length,
+    firstSeq: first?.scan.firstSeq ?? nextSeq,
+    lastSeq: nextSeq - 1,
+    discardedRecords,
+    ...(tornTail !== undefined ? { tornTail } : {})
+  }
+  return { wal, replay, report } satisfies OpenedWal
+})
+
+interface SegmentState {
+  name: string
+  firstSeq: number
+  size: number
+}
+
+const makeLocalWal = Effect.fnUntraced(function* (init: {
+  readonly dir: string
+  readonly segmentBytesMax: number
+  readonly salt: number
+  readonly nextSeq: number
+  readonly segments: ReadonlyArray<SegmentState>
+}) {
+  const fs = yield* WalFs
+  const { dir, salt } = init
+  const segments: Array<SegmentState> = init.segments.map((segment) => ({ ...segment }))
+  let nextSeq = init.nextSeq
+  let active: WalFile | undefined
+  let poisoned: WalError | undefined
+  let appends = 0
+  let fsyncs = 0
+
+  const poison = (error: WalError) => {
+    poisoned = new WalError({ reason: "Poisoned", file: error.file, message: `log poisoned by an earlier failure: ${error.message}` })
+    return error
+  }
+
+  const createSegment = Effect.fnUntraced(function* (firstSeq: number) {
+    const name = segmentFileName(firstSeq)
+    const file = yield* fs.open(path.join(dir, name), { create: true }).pipe(Effect.mapError(fsFailure("WriteFailed")))
+    yield* file.truncate(0).pipe(Effect.mapError(fsFailure("WriteFailed")))
+    yield* file.write(0, encodeSegmentHeader(salt, firstSeq)).pipe(Effect.mapError(fsFailure("WriteFailed")))
+    yield* file.datasync().pipe(Effect.mapError(fsFailure("FsyncFailed")))
+    yield* fs.syncDir(dir).pipe(Effect.mapError(fsFailure("FsyncFailed")))
+    fsyncs += 2
+    segments.push({ name, firstSeq, size: segmentHeaderBytes })
+    return file
+  })
+
+  const activeFile = Effect.fnUntraced(function* () {
+    const last = segments[segments.length - 1]
+    if (last === undefined || last.size >= init.segmentBytesMax) {
+      if (active !== undefined) yield* active.close()
+      active = yield* createSegment(nextSeq)
+    } else if (active === undefined) {
+      active = yield* fs.open(path.join(dir, last.name), { create: false }).pipe(Effect.mapError(fsFailure("WriteFailed")))
+    }
+    return active
+  })
+
+  const appendBatch: Wal["appendBatch"] = (entries) =>
+    Effect.gen(function* () {
+      if (poisoned !== undefined) return yield* poisoned
+      const byteCount = entries.reduce((sum, entry) => sum + recordHeaderBytes + entry.payload.length, 0)
+      const tooLarge = entries.find((entry) => entry.payload.length > recordPayloadBytesMax)
+      if (tooLarge !== undefined) {
+        return yield* new WalError({ reason: "RecordTooLarge", message: `a record of ${tooLarge.payload.length} bytes exceeds ${recordPayloadBytesMax}` })
+      }
+      const file = yield* activeFile()
+      const segment = segments[segments.length - 1]!
+      const buffer = Buffer.allocUnsafe(byteCount)
+      const firstSeq = nextSeq
+      let offset = 0
+      entries.forEach((entry, index) => {
+        const flags = index === entries.length - 1 ? batchEndFlag : 0
+        offset = encodeRecordInto(buffer, offset, { seq: firstSeq + index, salt, type: entry.type, flags, payload: entry.payload })
+      })
+      yield* file.write(segment.size, buffer).pipe(Effect.mapError(fsFailure("WriteFailed")))
+      yield* file.datasync().pipe(Effect.mapError(fsFailure("FsyncFailed")))
+      segment.size += byteCount
+      nextSeq += entries.length
+      appends++
+      fsyncs++
+      return { firstSeq, lastSeq: nextSeq - 1 }
+    }).pipe(Effect.mapError((error) => (error.reason === "RecordTooLarge" ? error : poison(error))))
+
+  const releaseThrough: Wal["releaseThrough"] = (seq) =>
+    Effect.gen(function* () {
+      if (poisoned !== undefined) return yield* poisoned
+      let removed = 0
+      while (segments.length > 1 && segments[1]!.firstSeq - 1 <= seq) {
+        const segment = segments[0]!
+        yield* fs.remove(path.join(dir, segment.name)).pipe(Effect.mapError(fsFailure("WriteFailed")))
+        segments.shift()
+        removed++
+      }
+      if (removed > 0) yield* fs.syncDir(dir).pipe(Effect.mapError(fsFailure("FsyncFailed")))
+      return removed
+    })
+
+  return {
+    appendBatch,
+    releaseThrough,
+    stats: () => ({
+      segments: segments.length,
+      bytes: segments.reduce((sum, segment) => sum + segment.size, 0),
+      appends,
+      fsyncs,
+      nextSeq,
+      salt
+    }),
+    close: () => (active === undefined ? Effect.void : active.close())
+  } satisfies Wal
+})

@@ -1,0 +1,133 @@
+/**
+ * The file-system service under the write-ahead log.
+ *
+ * Every byte the WAL reads or writes goes through `WalFs`, so the same WAL code runs on the
+ * real disk (`layerNode`) and on a simulated disk (`test/support/SimulatedDisk.ts`) that keeps
+ * "written" and "durable" images apart, loses unsynced writes, tears the last sector and fails
+ * I/O on a countdown. The contract both implementations keep:
+ *
+ * - `write` writes all of `bytes` at `offset` (short writes are looped inside) or fails.
+ * - Data is durable only after `datasync` on that file returns; a directory entry (a created,
+ *   renamed or removed file) is durable only after `syncDir` on its directory returns.
+ * - `truncate` changes the file's size; like a write, it is durable after `datasync`.
+ * - Failures are `FsError` values with a `reason`; nothing throws.
+ */
+import { open as openFile, type FileHandle } from "node:fs/promises"
+import * as fsp from "node:fs/promises"
+import { Context, Effect, Layer, Schema } from "effect"
+
+/** Why a file-system call failed; `NoSpace` is ENOSPC/EDQUOT, `NotFound` ENOENT, the rest `Io`. */
+export const FsErrorReason = Schema.Literals(["NotFound", "NoSpace", "Io"])
+export type FsErrorReason = typeof FsErrorReason.Type
+
+/** A failed file-system call: which operation, on which path, and why. */
+export class FsError extends Schema.TaggedError<FsError>()("FsError", {
+  reason: FsErrorReason,
+  op: Schema.String,
+  path: Schema.String,
+  message: Schema.String
+}) {}
+
+/** An open file, positioned explicitly on every call (the WAL never relies on a cursor). */
+export interface WalFile {
+  readonly path: string
+  readonly size: () => Effect.Effect<number, FsError>
+  readonly read: (offset: number, length: number) => Effect.Effect<Uint8Array, FsError>
+  readonly write: (offset: number, bytes: Uint8Array) => Effect.Effect<void, FsError>
+  readonly datasync: () => Effect.Effect<void, FsError>
+  readonly truncate: (length: number) => Effect.Effect<void, FsError>
+  readonly close: () => Effect.Effect<void>
+}
+
+/** The file-system operations the WAL needs, and nothing more. */
+export class WalFs extends Context.Service<
+  WalFs,
+  {
+    readonly mkdirp: (dir: string) => Effect.Effect<void, FsError>
+    /** Names (not paths) of the entries in `dir`; `[]` when `dir` does not exist. */
+    readonly list: (dir: string) => Effect.Effect<ReadonlyArray<string>, FsError>
+    /** Opens for reading and writing; `create` makes the file when missing (never truncates). */
+    readonly open: (path: string, options: { readonly create: boolean }) => Effect.Effect<WalFile, FsError>
+    readonly remove: (path: string) => Effect.Effect<void, FsError>
+    readonly rename: (from: string, to: string) => Effect.Effect<void, FsError>
+    /** Makes the directory's entries (creations, renames, removals) durable. */
+    readonly syncDir: (dir: string) => Effect.Effect<void, FsError>
+  }
+>()("mnemos/stores/WalFs") {}
+
+const reasonOf = (cause: unknown): FsErrorReason => {
+  const code = (cause as NodeJS.ErrnoException | undefined)?.code
+  if (code === "ENOENT") return "NotFound"
+  if (code === "ENOSPC" || code === "EDQUOT") return "NoSpace"
+  return "Io"
+}
+
+const attempt = <A>(op: string, path: string, run: () => Promise<A>): Effect.Effect<A, FsError> =>
+  Effect.tryPromise({
+    try: run,
+    catch: (cause) =>
+      new FsError({ reason: reasonOf(cause), op, path, message: cause instanceof Error ? cause.message : String(cause) })
+  })
+
+const nodeFile = (path: string, handle: FileHandle): WalFile => ({
+  path,
+  size: () => attempt("stat", path, async () => (await handle.stat()).size),
+  read: (offset, length) =>
+    attempt("read", path, async () => {
+      const buffer = Buffer.allocUnsafe(length)
+      let done = 0
+      while (done < length) {
+        const { bytesRead } = await handle.read(buffer, done, length - done, offset + done)
+        if (bytesRead === 0) break
+        done += bytesRead
+      }
+      return done === length ? buffer : buffer.subarray(0, done)
+    }),
+  write: (offset, bytes) =>
+    attempt("write", path, async () => {
+      let done = 0
+      while (done < bytes.length) {
+        const { bytesWritten } = await handle.write(bytes, done, bytes.length - done, offset + done)
+        done += bytesWritten
+      }
+    }),
+  datasync: () => attempt("fdatasync", path, () => handle.datasync()),
+  truncate: (length) => attempt("truncate", path, () => handle.truncate(length)),
+  close: () => Effect.promise(() => handle.close().catch(() => undefined))
+})
+
+/** The real disk, through `node:fs/promises` (libuv's thread pool, so fsync never blocks the event loop). */
+export const layerNode: Layer.Layer<WalFs> = Layer.succeed(
+  WalFs,
+  WalFs.of({
+    mkdirp: (dir) => attempt("mkdir", dir, () => fsp.mkdir(dir, { recursive: true }).then(() => undefined)),
+    list: (dir) =>
+      attempt("readdir", dir, () =>
+        fsp.readdir(dir).catch((cause: NodeJS.ErrnoException) => {
+          if (cause.code === "ENOENT") return [] as Array<string>
+          throw cause
+        })
+      ),
+    open: (path, { create }) =>
+      attempt("open", path, () => openFile(path, create ? "a+" : "r+")).pipe(
+        // "a+" would force appends; reopen "r+" once the file is known to exist.
+        Effect.flatMap((handle) =>
+          create
+            ? Effect.promise(() => handle.close()).pipe(Effect.andThen(attempt("open", path, () => openFile(path, "r+"))))
+            : Effect.succeed(handle)
+        ),
+        Effect.map((handle) => nodeFile(path, handle))
+      ),
+    remove: (path) => attempt("unlink", path, () => fsp.unlink(path)),
+    rename: (from, to) => attempt("rename", from, () => fsp.rename(from, to)),
+    syncDir: (dir) =>
+      attempt("fsync-dir", dir, async () => {
+        const handle = await openFile(dir, "r")
+        try {
+          await handle.sync()
+        } finally {
+          await handle.close()
+        }
+      })
+  })
+)
