@@ -1,0 +1,37 @@
+/**
+ * The engine: everything that holds state, assembled for one data directory.
+ *
+ * Takes the data directory's lock first (a second owner fails with the owner's pid), then starts
+ * the event bus and the router with every domain store. Closing the layer's scope drains every
+ * store's mailbox, flushes, and releases the lock last.
+ */
+import { Layer } from "effect"
+import * as EventBus from "./actors/EventBus.ts"
+import * as Router from "./actors/Router.ts"
+import { lockDataDir } from "./stores/DataDir.ts"
+import type { StoreOptions } from "./stores/StoreActor.ts"
+import type { AnyStoreDefinition } from "./stores/StoreDefinition.ts"
+import { layerNode } from "./stores/WalFs.ts"
+
+/** The domain stores every engine runs. */
+export const domainStores: ReadonlyArray<AnyStoreDefinition> = []
+
+/** How to build an engine. */
+export interface EngineConfig {
+  readonly dataDir: string
+  /** What the lock file says about its owner, e.g. "mnemos serve". */
+  readonly command: string
+  readonly stores?: ReadonlyArray<AnyStoreDefinition>
+  readonly storeOptions?: Partial<Omit<StoreOptions, "dir">>
+}
+
+/** The engine's services: the router (with its stores) and the event bus. */
+export const layer = (config: EngineConfig) => {
+  const lock = Layer.effectDiscard(lockDataDir(config.dataDir, config.command))
+  const router = Router.layer({
+    dataDir: config.dataDir,
+    stores: config.stores ?? domainStores,
+    ...(config.storeOptions !== undefined ? { storeOptions: config.storeOptions } : {})
+  })
+  return router.pipe(Layer.provideMerge(EventBus.layer), Layer.provide(layerNode), Layer.provide(lock))
+}
