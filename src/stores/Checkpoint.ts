@@ -3,7 +3,9 @@
  *
  * Invariants:
  * - Every commit writes the data and `appliedSeq` (the last WAL sequence it reflects) in one
- *   LMDB transaction, so the checkpoint is never ahead of or behind its own data.
+ *   LMDB transaction, so the checkpoint is never ahead of or behind its own data. Commits run on
+ *   lmdb-js's write thread (asynchronous puts, which lmdb-js groups per JavaScript turn into one
+ *   transaction), so the actor's thread never blocks on them.
  * - LMDB commits are visible at once; they are durable only when `flushed()` resolves. The store
  *   deletes WAL segments only below a sequence that was applied *and* flushed, so a crash before
  *   the flush replays those records from the WAL.
@@ -60,8 +62,12 @@ export interface Checkpoint {
   /** The store generation recorded with the data, if any. */
   readonly salt: () => number | undefined
   readonly view: StoreView
-  /** Applies `changes` and records `appliedSeq` (and `salt`) in one transaction. */
-  readonly commit: (changes: ReadonlyArray<Change>, appliedSeq: number, salt: number) => void
+  /**
+   * Queues `changes` and `appliedSeq` (and `salt`) as one transaction on lmdb-js's write thread;
+   * resolves when it is committed and visible. Everything queued in one JavaScript turn goes into
+   * the same LMDB transaction, in call order.
+   */
+  readonly commit: (changes: ReadonlyArray<Change>, appliedSeq: number, salt: number) => Promise<void>
   /** Applies with a writer callback (used by replay), recording `appliedSeq` in the same transaction. */
   readonly commitWith: (write: (writer: StoreWriter) => void, appliedSeq: number, salt: number) => void
   /** Resolves when everything committed so far is on disk. */
@@ -99,14 +105,14 @@ export const openCheckpoint = (path: string): Effect.Effect<Checkpoint, Checkpoi
         appliedSeq: () => meta.get(metaAppliedSeq) ?? 0,
         salt: () => meta.get(metaSalt),
         view,
-        commit: (changes, appliedSeq, salt) =>
-          env.transactionSync(() => {
-            for (const [key, value] of changes) {
-              if (value === undefined) data.removeSync(key)
-              else data.putSync(key, value)
-            }
-            stamp(appliedSeq, salt)
-          }),
+        commit: (changes, appliedSeq, salt) => {
+          for (const [key, value] of changes) {
+            if (value === undefined) void data.remove(key)
+            else void data.put(key, value)
+          }
+          void meta.put(metaSalt, salt)
+          return meta.put(metaAppliedSeq, appliedSeq).then(() => undefined)
+        },
         commitWith: (write, appliedSeq, salt) =>
           env.transactionSync(() => {
             write(writerIn())

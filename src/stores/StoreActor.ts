@@ -4,9 +4,11 @@
  * Owns the store's WAL and LMDB checkpoint; nothing else writes them. Commands arrive in a bounded
  * mailbox; the actor takes up to `batchCommandsMax` at a time and, for the whole batch:
  * decides and applies every command against an in-memory overlay (so later commands see earlier
- * ones), appends all events to the WAL with one fdatasync, commits the overlay to LMDB together
- * with the new applied sequence, publishes the events, and only then answers every caller (group
- * commit). Reads go straight to LMDB read transactions and never wait for the writer.
+ * ones), appends all events to the WAL with one fdatasync, hands the overlay's changes to LMDB
+ * (committed on lmdb-js's write thread, together with the new applied sequence), publishes the
+ * events, and answers every caller (group commit). An acknowledged write is durable in the WAL;
+ * until its LMDB commit finishes, reads see it through `PendingView`. Reads are LMDB read
+ * transactions plus that small pending layer and never wait for the writer.
  *
  * Supervision. A defect anywhere in a batch (a bug in `decide`/`apply`, a failed write or
  * fdatasync, a failed LMDB commit) ends the running incarnation only. The supervisor closes WAL and
@@ -26,7 +28,9 @@
 import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, Latch, Queue, Result, Schema, type Scope } from "effect"
 import { EventBus, type CommittedEvent } from "../actors/EventBus.ts"
 import { type Checkpoint, openCheckpoint, type StoreView } from "./Checkpoint.ts"
+import { CommitQueue } from "./CommitQueue.ts"
 import { Overlay } from "./Overlay.ts"
+import { PendingView } from "./PendingView.ts"
 import type { StoreDefinition } from "./StoreDefinition.ts"
 import { openLocalWal, type RecoveryReport, type Wal, WalError, type WalStats } from "./Wal.ts"
 import { WalFs } from "./WalFs.ts"
@@ -41,6 +45,8 @@ export interface StoreOptions {
   readonly walSegmentBytesMax: number
   /** Checkpoint (flush LMDB, release WAL segments) after this many records. */
   readonly checkpointRecordsInterval: number
+  /** Pause between coalesced LMDB commits of acknowledged changes. */
+  readonly lmdbCommitIntervalMs: number
   readonly restartBackoffMsBase: number
   readonly restartBackoffMsMax: number
   readonly failFastAfterRestarts: number
@@ -52,6 +58,7 @@ export const defaultStoreOptions: Omit<StoreOptions, "dir"> = {
   batchCommandsMax: 256,
   walSegmentBytesMax: 64 * 1024 * 1024,
   checkpointRecordsInterval: 20_000,
+  lmdbCommitIntervalMs: 5,
   restartBackoffMsBase: 50,
   restartBackoffMsMax: 30_000,
   failFastAfterRestarts: 5
@@ -96,6 +103,9 @@ interface Incarnation {
   readonly checkpoint: Checkpoint
   readonly wal: Wal
   readonly salt: number
+  /** LMDB plus acknowledged batches whose LMDB commit is still running. */
+  readonly view: PendingView
+  readonly commits: CommitQueue
 }
 
 const eventRecordType = 1
@@ -166,18 +176,23 @@ export const makeStore = <Command, Event, Reply, Failure>(
         yield* publishRecords(replayed, yield* Clock.currentTimeMillis)
         recovery = opened.report
         ackedSeq = opened.wal.stats().nextSeq - 1
-        return { checkpoint, wal: opened.wal, salt } satisfies Incarnation
+        const view = new PendingView(checkpoint.view)
+        const commits = new CommitQueue(checkpoint, view, salt, options.lmdbCommitIntervalMs)
+        return { checkpoint, wal: opened.wal, salt, view, commits } satisfies Incarnation
       }).pipe(Effect.onError(() => Effect.promise(() => checkpoint.close())))
     })
 
     const close = (incarnation: Incarnation) =>
       Effect.gen(function* () {
+        yield* Effect.promise(() => incarnation.commits.drain())
         yield* incarnation.wal.close()
         yield* Effect.promise(() => incarnation.checkpoint.close().catch(() => undefined))
       })
 
     const checkpointNow = (incarnation: Incarnation) =>
       Effect.gen(function* () {
+        yield* Effect.promise(() => incarnation.commits.drain())
+        if (incarnation.commits.failure !== undefined) return yield* Effect.die(incarnation.commits.failure)
         const appliedSeq = incarnation.checkpoint.appliedSeq()
         yield* Effect.promise(() => incarnation.checkpoint.flushed())
         yield* incarnation.wal.releaseThrough(appliedSeq).pipe(Effect.orDie)
@@ -186,8 +201,9 @@ export const makeStore = <Command, Event, Reply, Failure>(
 
     const processBatch = (incarnation: Incarnation, batch: ReadonlyArray<Env>) =>
       Effect.gen(function* () {
+        if (incarnation.commits.failure !== undefined) return yield* Effect.die(incarnation.commits.failure)
         const now = yield* Clock.currentTimeMillis
-        const overlay = new Overlay(incarnation.checkpoint.view)
+        const overlay = new Overlay(incarnation.view)
         const events: Array<Event> = []
         const outcomes = batch.map((envelope) => {
           const outcome = definition.decide(envelope.command, overlay, { now })
@@ -205,7 +221,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
             payload: Buffer.from(JSON.stringify(encodeEvent(event)), "utf8")
           }))
           const { firstSeq, lastSeq } = yield* incarnation.wal.appendBatch(entries).pipe(Effect.orDie)
-          incarnation.checkpoint.commit(overlay.changes(), lastSeq, incarnation.salt)
+          incarnation.commits.enqueue(overlay.changes(), lastSeq)
           ackedSeq = lastSeq
           yield* publishRecords(
             events.map((event, index) => ({ seq: firstSeq + index, event })),
@@ -314,6 +330,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
             if (Exit.isFailure(exit)) yield* failAll([...batch, ...pending], storeError("WriteFailed", describeCause(exit.cause)))
             if (Exit.isFailure(exit)) break
           }
+          yield* Effect.promise(() => incarnation.commits.drain())
           yield* Effect.promise(() => incarnation.checkpoint.flushed())
         }
         yield* failAll(yield* Queue.clear(mailbox), refusal)
@@ -335,7 +352,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
       Effect.gen(function* () {
         if (current === undefined && refusal === undefined) yield* ready.await
         if (current === undefined) return yield* refusal ?? storeError("Unavailable", "the store is not open")
-        return query(current.checkpoint.view)
+        return query(current.view)
       })
 
     const health = (): StoreHealth => ({

@@ -1,0 +1,73 @@
+/**
+ * The committed state as readers must see it: LMDB plus the acknowledged batches whose LMDB
+ * commit has not finished yet.
+ *
+ * The store actor acknowledges a batch as soon as its WAL fdatasync returns; the LMDB commit of
+ * the same changes runs on lmdb-js's write thread and finishes a little later. Until it does, the
+ * batch's changes live here, so a read after an acknowledgement always sees the write
+ * (read-your-writes) and the writer never waits for LMDB. When LMDB confirms the commit of the
+ * batch ending at sequence S, every key whose latest pending change is at or below S is evicted.
+ * JavaScript runs a synchronous query to its end without interleaving, and lmdb-js renews its read
+ * transaction only between turns, so a query sees one consistent snapshot of both layers.
+ */
+import type { Change, Entry, KeyRange, StoreView } from "./Checkpoint.ts"
+
+const removed = Symbol("removed")
+
+interface PendingValue {
+  readonly value: unknown
+  readonly seq: number
+}
+
+/** LMDB's view overlaid with changes acknowledged but not yet committed there. */
+export class PendingView implements StoreView {
+  private readonly pending = new Map<string, PendingValue>()
+  private readonly batches: Array<{ readonly seq: number; readonly keys: ReadonlyArray<string> }> = []
+
+  constructor(private readonly base: StoreView) {}
+
+  /** Records a batch's changes, durable in the WAL up to `seq`. */
+  add(changes: ReadonlyArray<Change>, seq: number): void {
+    for (const [key, value] of changes) this.pending.set(key, { value: value === undefined ? removed : value, seq })
+    this.batches.push({ seq, keys: changes.map(([key]) => key) })
+  }
+
+  /** Forgets changes LMDB has now committed (every batch at or below `seq`). */
+  evictThrough(seq: number): void {
+    while (this.batches.length > 0 && this.batches[0]!.seq <= seq) {
+      for (const key of this.batches.shift()!.keys) {
+        const entry = this.pending.get(key)
+        if (entry !== undefined && entry.seq <= seq) this.pending.delete(key)
+      }
+    }
+  }
+
+  get size(): number {
+    return this.pending.size
+  }
+
+  get = (key: string): unknown => {
+    const entry = this.pending.get(key)
+    if (entry === undefined) return this.base.get(key)
+    return entry.value === removed ? undefined : entry.value
+  }
+
+  getRange = (range: KeyRange): Iterable<Entry> => {
+    if (this.pending.size === 0) return this.base.getRange(range)
+    const inRange = [...this.pending.keys()].filter((key) => key >= range.start && key < range.end)
+    if (inRange.length === 0) return this.base.getRange(range)
+    const merged = new Map<string, unknown>()
+    for (const entry of this.base.getRange({ start: range.start, end: range.end })) merged.set(entry.key, entry.value)
+    for (const key of inRange) {
+      const { value } = this.pending.get(key)!
+      if (value === removed) merged.delete(key)
+      else merged.set(key, value)
+    }
+    const keys = [...merged.keys()].sort()
+    if (range.reverse) keys.reverse()
+    const limited = range.limit === undefined ? keys : keys.slice(0, range.limit)
+    return limited.map((key) => ({ key, value: merged.get(key) }))
+  }
+
+  count = (range: KeyRange): number => (this.pending.size === 0 ? this.base.count(range) : [...this.getRange(range)].length)
+}
