@@ -195,6 +195,9 @@ export const makeStore = <Command, Event, Reply, Failure>(
         if (incarnation.commits.failure !== undefined) return yield* Effect.die(incarnation.commits.failure)
         const appliedSeq = incarnation.checkpoint.appliedSeq()
         yield* Effect.promise(() => incarnation.checkpoint.flushed())
+        // Everything in the active segment is applied and flushed: start a new one so the old can go,
+        // and the next startup scans only what came after this checkpoint.
+        if (appliedSeq === ackedSeq) yield* incarnation.wal.rotate().pipe(Effect.orDie)
         yield* incarnation.wal.releaseThrough(appliedSeq).pipe(Effect.orDie)
         recordsSinceCheckpoint = 0
       })
@@ -330,8 +333,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
             if (Exit.isFailure(exit)) yield* failAll([...batch, ...pending], storeError("WriteFailed", describeCause(exit.cause)))
             if (Exit.isFailure(exit)) break
           }
-          yield* Effect.promise(() => incarnation.commits.drain())
-          yield* Effect.promise(() => incarnation.checkpoint.flushed())
+          yield* Effect.exit(checkpointNow(incarnation))
         }
         yield* failAll(yield* Queue.clear(mailbox), refusal)
         if (incarnation !== undefined) yield* close(incarnation)

@@ -94,6 +94,8 @@ export interface Wal {
   readonly appendBatch: (
     entries: ReadonlyArray<WalEntry>
   ) => Effect.Effect<{ readonly firstSeq: number; readonly lastSeq: number }, WalError>
+  /** Starts a new segment if the active one holds any record, so a checkpoint can release it. */
+  readonly rotate: () => Effect.Effect<void, WalError>
   /** Deletes segments whose records are all at or below `seq` (never the active one). */
   readonly releaseThrough: (seq: number) => Effect.Effect<number, WalError>
   readonly stats: () => WalStats
@@ -393,6 +395,15 @@ const makeLocalWal = Effect.fnUntraced(function* (init: {
       return { firstSeq, lastSeq: nextSeq - 1 }
     }).pipe(Effect.mapError((error) => (error.reason === "RecordTooLarge" ? error : poison(error))))
 
+  const rotate: Wal["rotate"] = () =>
+    Effect.gen(function* () {
+      if (poisoned !== undefined) return yield* poisoned
+      const last = segments[segments.length - 1]
+      if (last === undefined || last.size <= segmentHeaderBytes) return
+      if (active !== undefined) yield* active.close()
+      active = yield* createSegment(nextSeq)
+    }).pipe(Effect.mapError(poison))
+
   const releaseThrough: Wal["releaseThrough"] = (seq) =>
     Effect.gen(function* () {
       if (poisoned !== undefined) return yield* poisoned
@@ -409,6 +420,7 @@ const makeLocalWal = Effect.fnUntraced(function* (init: {
 
   return {
     appendBatch,
+    rotate,
     releaseThrough,
     stats: () => ({
       segments: segments.length,
