@@ -123,7 +123,8 @@ export const makeStore = <Command, Event, Reply, Failure>(
   Effect.gen(function* () {
     const fs = yield* WalFs
     const bus = yield* EventBus
-    const mailbox = yield* Queue.bounded<Envelope<Command, Reply, Failure>>(options.mailboxCapacity)
+    // Ended (Cause.Done) at shutdown: later offers are refused, senders already waiting still get in.
+    const mailbox = yield* Queue.bounded<Envelope<Command, Reply, Failure>, Cause.Done>(options.mailboxCapacity)
     const ready = yield* Latch.make(false)
     const encodeEvent = Schema.encodeSync(definition.eventSchema)
     const decodeEvent = Schema.decodeUnknownSync(definition.eventSchema)
@@ -323,19 +324,30 @@ export const makeStore = <Command, Event, Reply, Failure>(
         state = "stopped"
         refusal = storeError("ShuttingDown", "the store is shutting down")
         yield* Fiber.interrupt(supervisor)
-        const incarnation = current
-        if (incarnation !== undefined && wasRunning) {
-          let pending = yield* Queue.clear(mailbox)
-          while (pending.length > 0) {
-            const batch = pending.slice(0, options.batchCommandsMax)
-            pending = pending.slice(options.batchCommandsMax)
-            const exit = yield* Effect.exit(processBatch(incarnation, batch))
-            if (Exit.isFailure(exit)) yield* failAll([...batch, ...pending], storeError("WriteFailed", describeCause(exit.cause)))
-            if (Exit.isFailure(exit)) break
-          }
-          yield* Effect.exit(checkpointNow(incarnation))
+        // A failed batch waiting for its restart is answered now: it was never acknowledged.
+        if (inFlight.length > 0) {
+          yield* failAll(inFlight, storeError("WriteFailed", `the write failed and the store is shutting down; it was not acknowledged (${lastError ?? "unknown cause"})`))
+          inFlight = []
         }
-        yield* failAll(yield* Queue.clear(mailbox), refusal)
+        yield* Queue.end(mailbox)
+        const incarnation = current
+        let healthy = incarnation !== undefined && wasRunning
+        // `clear` lets blocked senders in as it frees room, so drain until nothing is left.
+        for (let pending = yield* Queue.clear(mailbox); pending.length > 0; pending = yield* Queue.clear(mailbox)) {
+          for (let start = 0; start < pending.length; start += options.batchCommandsMax) {
+            const batch = pending.slice(start, start + options.batchCommandsMax)
+            if (!healthy || incarnation === undefined) {
+              yield* failAll(batch, refusal)
+              continue
+            }
+            const exit = yield* Effect.exit(processBatch(incarnation, batch))
+            if (Exit.isFailure(exit)) {
+              healthy = false
+              yield* failAll(batch, storeError("WriteFailed", `the write failed during shutdown: ${describeCause(exit.cause)}`))
+            }
+          }
+        }
+        if (incarnation !== undefined && healthy) yield* Effect.exit(checkpointNow(incarnation))
         if (incarnation !== undefined) yield* close(incarnation)
         current = undefined
         yield* ready.open
@@ -346,7 +358,8 @@ export const makeStore = <Command, Event, Reply, Failure>(
       Effect.gen(function* () {
         if (refusal !== undefined) return yield* refusal
         const reply = yield* Deferred.make<Reply, Failure | StoreError>()
-        yield* Queue.offer(mailbox, { command, reply })
+        const accepted = yield* Queue.offer(mailbox, { command, reply })
+        if (!accepted) return yield* refusal ?? storeError("ShuttingDown", "the store is shutting down")
         return yield* Deferred.await(reply)
       })
 

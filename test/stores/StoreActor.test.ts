@@ -1,0 +1,518 @@
+/**
+ * The store kernel (StoreActor) through the KV test store, on the real file system: round trips,
+ * group commit under concurrency, durability across reopen, domain rejections, supervision after
+ * a defect, isolation between stores, shutdown with queued sends, the event bus, and refusal of a
+ * corrupt log.
+ */
+
+import { createHash } from "node:crypto"
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber, Layer, Option, PubSub, Scope } from "effect"
+import { TestClock } from "effect/testing"
+import * as EventBus from "../../src/actors/EventBus.ts"
+import { defaultStoreOptions, makeStore, type StoreError, type StoreOptions } from "../../src/stores/StoreActor.ts"
+import { openLocalWal } from "../../src/stores/Wal.ts"
+import { layerNode } from "../../src/stores/WalFs.ts"
+import {
+  parseSegmentFileName,
+  readRecordAt,
+  recordHeaderBytes,
+  segmentHeaderBytes,
+} from "../../src/stores/WalRecord.ts"
+import { type KvCommand, type KvRejected, kvStore, readAll } from "../support/KvStore.ts"
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+const storeLayer = Layer.merge(EventBus.layer, layerNode)
+
+const tempDir = Effect.acquireRelease(
+  Effect.sync(() => mkdtempSync(join(tmpdir(), "mnemos-store-"))),
+  (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true })),
+)
+
+const optionsFor = (dir: string, overrides: Partial<StoreOptions> = {}): StoreOptions => ({
+  ...defaultStoreOptions,
+  restartBackoffMsBase: 1,
+  restartBackoffMsMax: 20,
+  dir,
+  ...overrides,
+})
+
+const put = (key: string, value = `v-${key}`): KvCommand => ({ _tag: "Put", key, value })
+
+/** Answers that are failures, by reason or tag; a guard turns a hang into a visible failure. */
+const outcomeOf = <A>(exit: Exit.Exit<A, StoreError | KvRejected>): string => {
+  if (Exit.isSuccess(exit)) return "ok"
+  const error = exit.cause.reasons.find((reason) => reason._tag === "Fail")
+  if (error === undefined) return `defect/interrupt: ${String(exit.cause)}`
+  const value = (error as { error: StoreError | KvRejected }).error
+  return value._tag === "StoreError" ? value.reason : value._tag
+}
+
+/** A guard against hangs: fails the test with a message instead of waiting for vitest's timeout. */
+const guard = <A, E, R>(what: string, effect: Effect.Effect<A, E, R>) =>
+  effect.pipe(
+    Effect.timeoutOption("10 seconds"),
+    Effect.flatMap((option) =>
+      Option.isSome(option) ? Effect.succeed(option.value) : Effect.die(new Error(`hung: ${what}`)),
+    ),
+  )
+
+/** Lets other fibers and pending I/O callbacks run, without reading the clock. */
+const tick = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+
+/** Waits (by yielding to the event loop, never the clock) until `condition` holds. */
+const waitUntil = (what: string, condition: () => boolean) =>
+  Effect.gen(function* () {
+    for (let i = 0; i < 100_000; i++) {
+      if (condition()) return
+      yield* tick
+    }
+    return yield* Effect.die(new Error(`condition never held: ${what}`))
+  })
+
+const sha256 = (file: string) => createHash("sha256").update(readFileSync(file)).digest("hex")
+
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i)
+
+// ---------------------------------------------------------------------------------------------
+
+describe("StoreActor on the real file system", () => {
+  it.live("send and read round trip", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const store = yield* makeStore(kvStore(), optionsFor(dir))
+      assert.deepStrictEqual(yield* store.send(put("a", "1")), { changed: true })
+      assert.deepStrictEqual(yield* store.send(put("a", "1")), { changed: false })
+      assert.deepStrictEqual(yield* store.send(put("b", "2")), { changed: true })
+      assert.deepStrictEqual(yield* store.read(readAll), { a: "1", b: "2" })
+      assert.deepStrictEqual(yield* store.send({ _tag: "Delete", key: "a" }), { changed: true })
+      assert.deepStrictEqual(yield* store.send({ _tag: "Delete", key: "a" }), { changed: false })
+      assert.deepStrictEqual(yield* store.read(readAll), { b: "2" })
+      assert.strictEqual(yield* store.read((view) => view.get("kv:a")), undefined)
+      const health = store.health()
+      assert.strictEqual(health.state, "running")
+      assert.strictEqual(health.restarts, 0)
+      // Put, Put (unchanged still records an event), Put, Delete; the no-op Delete writes nothing.
+      assert.strictEqual(health.wal!.nextSeq, 5)
+      // LMDB may lag the acknowledgements (its commits run off the ack path), never lead them.
+      assert.isAtMost(health.appliedSeq, 4)
+    }).pipe(Effect.provide(storeLayer)),
+  )
+
+  it.live("500 concurrent sends are all acknowledged, group-committed, and all there after a reopen", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const count = 500
+      const stats = yield* Effect.scoped(
+        Effect.gen(function* () {
+          const store = yield* makeStore(kvStore(), optionsFor(dir))
+          const replies = yield* guard(
+            "500 concurrent sends",
+            Effect.forEach(range(1, count), (i) => store.send(put(`k${i}`)), { concurrency: "unbounded" }),
+          )
+          assert.strictEqual(replies.length, count)
+          assert.isTrue(replies.every((reply) => reply.changed))
+          const health = store.health()
+          assert.strictEqual(health.wal!.nextSeq, count + 1)
+          assert.isAtMost(health.appliedSeq, count)
+          return health.wal!
+        }),
+      )
+      // Group commit: far fewer fdatasyncs than writes (each append is one, a new segment two).
+      assert.strictEqual(stats.nextSeq, count + 1)
+      assert.isBelow(stats.appends, count / 4, `appends ${stats.appends} for ${count} writes`)
+      // One per append plus two per segment created (file and directory).
+      assert.isAtLeast(stats.fsyncs, stats.appends)
+      assert.isAtMost(stats.fsyncs, stats.appends + 2 * stats.segments)
+      assert.isBelow(stats.fsyncs / count, 0.25, `fsyncs per write ${stats.fsyncs / count}`)
+
+      const reopened = yield* makeStore(kvStore(), optionsFor(dir))
+      const all = yield* reopened.read(readAll)
+      assert.strictEqual(Object.keys(all).length, count)
+      for (const i of range(1, count)) assert.strictEqual(all[`k${i}`], `v-k${i}`)
+      assert.strictEqual(reopened.health().appliedSeq, count)
+      assert.deepStrictEqual(yield* reopened.send(put("k1", "new")), { changed: true })
+      assert.strictEqual(reopened.health().wal!.nextSeq, count + 2)
+    }).pipe(Effect.provide(storeLayer)),
+  )
+
+  it.live("a domain rejection fails only that command; the others in the same batch succeed", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const store = yield* makeStore(kvStore(), optionsFor(dir))
+      yield* store.send(put("warm"))
+      const appendsBefore = store.health().wal!.appends
+      const commands: Array<KvCommand> = range(0, 29).map((i) => (i % 5 === 2 ? { _tag: "Reject" } : put(`r${i}`)))
+      const exits = yield* guard(
+        "mixed batch",
+        Effect.forEach(commands, (command) => Effect.exit(store.send(command)), { concurrency: "unbounded" }),
+      )
+      const outcomes = exits.map(outcomeOf)
+      assert.deepStrictEqual(
+        outcomes,
+        commands.map((command) => (command._tag === "Reject" ? "KvRejected" : "ok")),
+      )
+      // Fewer appends than successful commands: rejected and accepted commands did share batches.
+      const appends = store.health().wal!.appends - appendsBefore
+      assert.isBelow(appends, 24)
+      const all = yield* store.read(readAll)
+      const expected = Object.fromEntries(
+        commands
+          .flatMap((command) => (command._tag === "Put" ? [[command.key, command.value] as const] : []))
+          .concat([["warm", "v-warm"]]),
+      )
+      assert.deepStrictEqual(all, expected)
+      assert.strictEqual(store.health().restarts, 0)
+      assert.strictEqual(store.health().wal!.nextSeq, 26)
+    }).pipe(Effect.provide(storeLayer)),
+  )
+
+  it.live("commands see the effects of earlier ones, inside a batch and across batches", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const store = yield* makeStore(kvStore(), optionsFor(dir))
+      // The same Put, 50 times at once: whatever the batching, exactly one of them changes the value.
+      const replies = yield* guard(
+        "identical concurrent puts",
+        Effect.forEach(range(1, 50), () => store.send(put("same", "x")), { concurrency: "unbounded" }),
+      )
+      assert.strictEqual(replies.filter((reply) => reply.changed).length, 1)
+      assert.isBelow(store.health().wal!.appends, 50)
+      assert.deepStrictEqual(yield* store.read(readAll), { same: "x" })
+    }).pipe(Effect.provide(storeLayer)),
+  )
+
+  it.live(
+    "Poison: its sender gets WriteFailed, the store restarts once, concurrent sends are answered, later writes succeed",
+    () =>
+      Effect.gen(function* () {
+        const dir = yield* tempDir
+        const names = range(0, 59).map((i) => `c${i}`)
+        yield* Effect.scoped(
+          Effect.gen(function* () {
+            const store = yield* makeStore(kvStore(), optionsFor(dir))
+            yield* store.send(put("before"))
+            const commands: Array<KvCommand> = [
+              ...names.slice(0, 30).map((key) => put(key)),
+              { _tag: "Poison" },
+              ...names.slice(30).map((key) => put(key)),
+            ]
+            const exits = yield* guard(
+              "sends around the poison",
+              Effect.forEach(commands, (command) => Effect.exit(store.send(command)), { concurrency: "unbounded" }),
+            )
+            const outcomes = exits.map(outcomeOf)
+            assert.strictEqual(outcomes[30], "WriteFailed")
+            const poisonError = (exits[30] as Exit.Failure<unknown, StoreError>).cause.reasons[0] as {
+              error: StoreError
+            }
+            assert.include(poisonError.error.message, "poisoned command")
+            for (const [index, outcome] of outcomes.entries())
+              assert.include(["ok", "WriteFailed"], outcome, `command ${index}`)
+            const health = store.health()
+            assert.strictEqual(health.restarts, 1)
+            assert.include(health.lastError ?? "", "poisoned command")
+
+            // "Not applied" is true for every WriteFailed answer, and every acknowledged write is there.
+            const acked = names.filter((_, i) => outcomes[i < 30 ? i : i + 1] === "ok")
+            const failed = names.filter((_, i) => outcomes[i < 30 ? i : i + 1] === "WriteFailed")
+            assert.strictEqual(acked.length + failed.length, names.length)
+            const all = yield* store.read(readAll)
+            assert.deepStrictEqual(Object.keys(all).sort(), ["before", ...acked].sort())
+
+            assert.deepStrictEqual(yield* store.send(put("after")), { changed: true })
+            assert.deepStrictEqual(yield* store.send(put("before", "changed")), { changed: true })
+            assert.strictEqual(store.health().restarts, 1)
+            assert.strictEqual(store.health().state, "running")
+          }),
+        )
+        const reopened = yield* makeStore(kvStore(), optionsFor(dir))
+        const all = yield* reopened.read(readAll)
+        assert.strictEqual(all.before, "changed")
+        assert.strictEqual(all.after, "v-after")
+        assert.strictEqual(reopened.health().restarts, 0)
+      }).pipe(Effect.provide(storeLayer)),
+  )
+
+  it.effect("poisoning one store does not stop another from answering (restart held back by the test clock)", () =>
+    Effect.gen(function* () {
+      const dirA = yield* tempDir
+      const dirB = yield* tempDir
+      const a = yield* makeStore(
+        kvStore("a"),
+        optionsFor(dirA, { restartBackoffMsBase: 1000, restartBackoffMsMax: 1000 }),
+      )
+      const b = yield* makeStore(kvStore("b"), optionsFor(dirB))
+      yield* a.send(put("a0"))
+      yield* b.send(put("b0"))
+
+      const poisoned = yield* Deferred.make<string>()
+      const poisonFiber = yield* Effect.forkChild(
+        a.send({ _tag: "Poison" }).pipe(
+          Effect.exit,
+          Effect.flatMap((exit) => Deferred.succeed(poisoned, outcomeOf(exit))),
+        ),
+      )
+      yield* waitUntil("store a restarting", () => a.health().state === "restarting")
+      // A write to a waits in its mailbox while a is down.
+      const queuedOnA = yield* Effect.forkChild(Effect.exit(a.send(put("a1"))))
+
+      // Store b keeps answering writes and reads while a is down (the test clock holds a's backoff).
+      const replies = yield* Effect.forEach(range(1, 50), (i) => b.send(put(`b${i}`)), { concurrency: "unbounded" })
+      assert.isTrue(replies.every((reply) => reply.changed))
+      assert.strictEqual(Object.keys(yield* b.read(readAll)).length, 51)
+      assert.isFalse(yield* Deferred.isDone(poisoned))
+      assert.strictEqual(a.health().state, "restarting")
+      assert.strictEqual(b.health().state, "running")
+      assert.strictEqual(b.health().restarts, 0)
+
+      // Release a's backoff: it reopens, answers the poison, then serves the queued write.
+      for (let i = 0; i < 1000 && !(yield* Deferred.isDone(poisoned)); i++) {
+        yield* TestClock.adjust("1 second")
+        yield* tick
+      }
+      assert.strictEqual(yield* Deferred.await(poisoned), "WriteFailed")
+      yield* Fiber.join(poisonFiber)
+      assert.isTrue(Exit.isSuccess(yield* Fiber.join(queuedOnA)))
+      assert.deepStrictEqual(yield* a.read(readAll), { a0: "v-a0", a1: "v-a1" })
+      assert.strictEqual(a.health().restarts, 1)
+      assert.strictEqual(a.health().state, "running")
+    }).pipe(Effect.provide(storeLayer)),
+  )
+
+  it.live("closing the scope while sends are queued answers every one of them, success or ShuttingDown", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const count = 2000
+      const scope = yield* Scope.make()
+      const store = yield* makeStore(kvStore(), optionsFor(dir, { batchCommandsMax: 16 })).pipe(Scope.provide(scope))
+      yield* store.send(put("first"))
+      const sends = yield* Effect.forkChild(
+        Effect.forEach(range(1, count), (i) => Effect.exit(store.send(put(`q${i}`))), { concurrency: "unbounded" }),
+      )
+      yield* waitUntil("sends queued", () => store.health().mailboxDepth > 100)
+      yield* Scope.close(scope, Exit.void)
+      const exits = yield* guard("sends answered after the scope closed", Fiber.join(sends))
+      const outcomes = exits.map(outcomeOf)
+      const tally: Record<string, number> = {}
+      for (const outcome of outcomes) tally[outcome] = (tally[outcome] ?? 0) + 1
+      assert.deepStrictEqual(
+        Object.keys(tally).filter((outcome) => outcome !== "ok" && outcome !== "ShuttingDown"),
+        [],
+        JSON.stringify(tally),
+      )
+      assert.isAbove(tally.ok ?? 0, 0)
+      assert.strictEqual(store.health().state, "stopped")
+      // A send after shutdown is refused at once.
+      assert.strictEqual(outcomeOf(yield* Effect.exit(store.send(put("late")))), "ShuttingDown")
+
+      // Every acknowledged write is durable; no refused one was applied.
+      const reopened = yield* makeStore(kvStore(), optionsFor(dir))
+      const all = yield* reopened.read(readAll)
+      const acked = range(1, count)
+        .filter((i) => outcomes[i - 1] === "ok")
+        .map((i) => `q${i}`)
+      assert.deepStrictEqual(Object.keys(all).sort(), ["first", ...acked].sort())
+    }).pipe(Effect.provide(storeLayer)),
+  )
+
+  it.live("closing the scope with more queued senders than the mailbox holds answers every one of them", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const count = 200
+      const scope = yield* Scope.make()
+      const store = yield* makeStore(kvStore(), optionsFor(dir, { mailboxCapacity: 8, batchCommandsMax: 4 })).pipe(
+        Scope.provide(scope),
+      )
+      yield* store.send(put("first"))
+      const sends = yield* Effect.forkChild(
+        Effect.forEach(range(1, count), (i) => Effect.exit(store.send(put(`q${i}`))), { concurrency: "unbounded" }),
+      )
+      // The mailbox is full and the remaining senders wait for room.
+      yield* waitUntil("mailbox full", () => store.health().mailboxDepth === 8)
+      yield* Scope.close(scope, Exit.void)
+      const exits = yield* guard("sends answered after the scope closed", Fiber.join(sends))
+      const outcomes = exits.map(outcomeOf)
+      assert.deepStrictEqual(
+        outcomes.filter((outcome) => outcome !== "ok" && outcome !== "ShuttingDown"),
+        [],
+      )
+      const reopened = yield* makeStore(kvStore(), optionsFor(dir))
+      const all = yield* reopened.read(readAll)
+      const acked = range(1, count)
+        .filter((i) => outcomes[i - 1] === "ok")
+        .map((i) => `q${i}`)
+      assert.deepStrictEqual(Object.keys(all).sort(), ["first", ...acked].sort())
+    }).pipe(Effect.provide(storeLayer)),
+  )
+
+  it.live("closing the scope while a poisoned store waits to restart answers the poisoned batch", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const scope = yield* Scope.make()
+      const store = yield* makeStore(
+        kvStore(),
+        optionsFor(dir, { restartBackoffMsBase: 60_000, restartBackoffMsMax: 60_000 }),
+      ).pipe(Scope.provide(scope))
+      yield* store.send(put("first"))
+      const poison = yield* Effect.forkChild(Effect.exit(store.send({ _tag: "Poison" })))
+      yield* waitUntil("store restarting", () => store.health().state === "restarting")
+      const queued = yield* Effect.forkChild(Effect.exit(store.send(put("queued"))))
+      yield* waitUntil("write queued", () => store.health().mailboxDepth === 1)
+      yield* Scope.close(scope, Exit.void)
+      assert.strictEqual(outcomeOf(yield* guard("queued write answered", Fiber.join(queued))), "ShuttingDown")
+      assert.include(
+        ["WriteFailed", "ShuttingDown"],
+        outcomeOf(yield* guard("poisoned batch answered", Fiber.join(poison))),
+      )
+    }).pipe(Effect.provide(storeLayer)),
+  )
+
+  it.live("the event bus delivers every committed event once, in order, with gap-free sequences", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const bus = yield* EventBus.EventBus
+      const subscription = yield* bus.subscribe
+      const store = yield* makeStore(kvStore(), optionsFor(dir))
+      const other = yield* makeStore(kvStore("other"), optionsFor(yield* tempDir))
+      const count = 300
+      yield* Effect.forEach(range(1, count), (i) => store.send(put(`e${i}`)), { concurrency: "unbounded" })
+      yield* other.send(put("elsewhere"))
+      yield* store.send({ _tag: "Delete", key: "e1" })
+      yield* store.send({ _tag: "Delete", key: "e1" }) // a no-op: no event
+      yield* store.send({ _tag: "Reject" }).pipe(Effect.exit) // refused: no event
+
+      const events = yield* PubSub.takeUpTo(subscription, 10_000)
+      assert.isTrue(yield* Effect.map(PubSub.remaining(subscription), (n) => n === 0))
+      const mine = events.filter((event) => event.store === "kv")
+      assert.deepStrictEqual(
+        mine.map((event) => event.seq),
+        range(1, count + 1),
+      )
+      const stored = mine.slice(0, count).map((event) => event.event as { _tag: string; key: string })
+      assert.isTrue(stored.every((event) => event._tag === "Stored"))
+      assert.deepStrictEqual(
+        stored.map((event) => event.key).sort(),
+        range(1, count)
+          .map((i) => `e${i}`)
+          .sort(),
+      )
+      assert.deepStrictEqual(mine[count]!.event, { _tag: "Deleted", key: "e1" })
+      const others = events.filter((event) => event.store === "other")
+      assert.deepStrictEqual(
+        others.map((event) => [event.seq, (event.event as { key: string }).key]),
+        [[1, "elsewhere"]],
+      )
+    }).pipe(Effect.provide(storeLayer)),
+  )
+
+  it.live("a subscriber that sees an event can read its effect", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const bus = yield* EventBus.EventBus
+      const subscription = yield* bus.subscribe
+      const store = yield* makeStore(kvStore(), optionsFor(dir))
+      const count = 100
+      const writer = yield* Effect.forkChild(
+        Effect.forEach(range(1, count), (i) => store.send(put(`s${i}`)), { concurrency: 8 }),
+      )
+      for (let seen = 0; seen < count; seen++) {
+        const event = yield* PubSub.take(subscription)
+        const key = (event.event as { key: string }).key
+        assert.strictEqual(event.seq, seen + 1)
+        assert.deepStrictEqual(
+          yield* store.read((view) => (view.get(`kv:${key}`) as { value: string } | undefined)?.value),
+          `v-${key}`,
+        )
+      }
+      yield* Fiber.join(writer)
+    }).pipe(Effect.provide(storeLayer)),
+  )
+
+  it.live("a corrupt WAL makes its store refuse send and read with Corrupt naming the file; another store works", () =>
+    Effect.gen(function* () {
+      const dirA = yield* tempDir
+      const dirB = yield* tempDir
+      yield* Effect.scoped(
+        Effect.gen(function* () {
+          const store = yield* makeStore(kvStore(), optionsFor(dirA))
+          for (const i of range(1, 10)) yield* store.send(put(`x${i}`))
+        }),
+      )
+      // The stopped store's log gets ten more batches that LMDB has not seen (as after a crash),
+      // written through the WAL itself, then a flipped byte in the fifth of them: valid records follow.
+      const walDir = join(dirA, "wal")
+      const names = readdirSync(walDir)
+        .filter((name) => parseSegmentFileName(name) !== undefined)
+        .sort()
+      const appended = yield* Effect.scoped(
+        Effect.gen(function* () {
+          const { wal } = yield* Effect.acquireRelease(
+            openLocalWal({
+              dir: walDir,
+              segmentBytesMax: defaultStoreOptions.walSegmentBytesMax,
+              replayAfterSeq: parseSegmentFileName(names[0]!)! - 1,
+            }),
+            (opened) => opened.wal.close(),
+          )
+          const seqs: Array<number> = []
+          for (const i of range(1, 10)) {
+            const event = { _tag: "Stored", key: `late${i}`, value: "v", at: 0 }
+            seqs.push((yield* wal.appendBatch([{ type: 1, payload: Buffer.from(JSON.stringify(event)) }])).firstSeq)
+          }
+          return seqs
+        }),
+      ).pipe(Effect.provide(layerNode))
+      const victimSeq = appended[4]!
+      const segmentName = readdirSync(walDir)
+        .filter((name) => parseSegmentFileName(name) !== undefined && parseSegmentFileName(name)! <= victimSeq)
+        .sort()
+        .pop()!
+      const segment = join(walDir, segmentName)
+      const bytes = readFileSync(segment)
+      let offset = segmentHeaderBytes
+      for (;;) {
+        const read = readRecordAt(bytes, offset)
+        assert.strictEqual(read._tag, "Record")
+        if (read._tag !== "Record" || read.record.seq === victimSeq) break
+        offset = read.end
+      }
+      bytes[offset + recordHeaderBytes + 2] ^= 0xff
+      writeFileSync(segment, bytes)
+      const hash = sha256(segment)
+
+      const a = yield* makeStore(kvStore(), optionsFor(dirA))
+      const b = yield* makeStore(kvStore("b"), optionsFor(dirB))
+
+      const sendError = yield* Effect.flip(guard("send to a corrupt store", a.send(put("y"))))
+      assert.strictEqual(sendError._tag, "StoreError")
+      assert.strictEqual((sendError as StoreError).reason, "Corrupt")
+      assert.include(sendError.message, segmentName)
+      assert.include(sendError.message, `at byte ${offset}`)
+      const readError = yield* Effect.flip(guard("read of a corrupt store", a.read(readAll)))
+      assert.strictEqual(readError.reason, "Corrupt")
+      assert.include(readError.message, segmentName)
+      // Concurrent sends are all refused, none strands.
+      const exits = yield* guard(
+        "concurrent sends to a corrupt store",
+        Effect.forEach(range(1, 20), (i) => Effect.exit(a.send(put(`z${i}`))), { concurrency: "unbounded" }),
+      )
+      assert.deepStrictEqual(
+        exits.map(outcomeOf),
+        range(1, 20).map(() => "Corrupt"),
+      )
+      assert.strictEqual(a.health().state, "corrupt")
+      assert.strictEqual(a.health().restarts, 0)
+
+      // The other store works, and nothing in the damaged log was touched.
+      assert.deepStrictEqual(yield* b.send(put("fine")), { changed: true })
+      assert.deepStrictEqual(yield* b.read(readAll), { fine: "v-fine" })
+      assert.strictEqual(sha256(segment), hash)
+    }).pipe(Effect.provide(storeLayer)),
+  )
+})
