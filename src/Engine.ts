@@ -8,13 +8,15 @@
 import { Layer } from "effect"
 import * as EventBus from "./actors/EventBus.ts"
 import * as Router from "./actors/Router.ts"
+import * as GraphSearch from "./graph/GraphSearch.ts"
+import { graphStore } from "./graph/GraphStore.ts"
 import { lockDataDir } from "./stores/DataDir.ts"
 import type { StoreOptions } from "./stores/StoreActor.ts"
 import type { AnyStoreDefinition } from "./stores/StoreDefinition.ts"
 import { layerNode } from "./stores/WalFs.ts"
 
 /** The domain stores every engine runs. */
-export const domainStores: ReadonlyArray<AnyStoreDefinition> = []
+export const domainStores: ReadonlyArray<AnyStoreDefinition> = [graphStore]
 
 /** How to build an engine. */
 export interface EngineConfig {
@@ -25,7 +27,7 @@ export interface EngineConfig {
   readonly storeOptions?: Partial<Omit<StoreOptions, "dir">>
 }
 
-/** The engine's services: the router (with its stores) and the event bus. */
+/** The engine's services: the router (with its stores), the event bus and the graph search. */
 export const layer = (config: EngineConfig) => {
   const lock = Layer.effectDiscard(lockDataDir(config.dataDir, config.command))
   const router = Router.layer({
@@ -33,5 +35,6 @@ export const layer = (config: EngineConfig) => {
     stores: config.stores ?? domainStores,
     ...(config.storeOptions !== undefined ? { storeOptions: config.storeOptions } : {})
   })
-  return router.pipe(Layer.provideMerge(EventBus.layer), Layer.provide(layerNode), Layer.provide(lock))
+  const core = router.pipe(Layer.provideMerge(EventBus.layer), Layer.provide(layerNode), Layer.provide(lock))
+  return GraphSearch.layer.pipe(Layer.provideMerge(core))
 }

@@ -8,10 +8,11 @@ import { Command } from "effect/cli"
 import { versionLine } from "./cli/BuildInfo.ts"
 import { runMain } from "./cli/Main.ts"
 import { serveCommand } from "./cli/ServeCommand.ts"
+import { exportCommand, importCommand } from "./cli/TransferCommands.ts"
 
 const mnemos = Command.make("mnemos").pipe(
   Command.withDescription("mnemos — durable, fast memory for AI coding agents, over MCP"),
-  Command.withSubcommands([serveCommand])
+  Command.withSubcommands([serveCommand, importCommand, exportCommand])
 )
 
 runMain(

@@ -11,6 +11,8 @@ import * as Engine from "../Engine.ts"
 import { resolveDataDir } from "../stores/DataDir.ts"
 import { versionLine } from "./BuildInfo.ts"
 import { shutdownSignal } from "./Main.ts"
+import { catalogue } from "../tools/Catalogue.ts"
+import { serveStdio } from "../transports/Stdio.ts"
 
 /** `--data-dir`, shared by every command that opens a data directory. */
 export const dataDirFlag = Flag.String("data-dir").pipe(
@@ -30,8 +32,11 @@ export const serveCommand = Command.make(
     yield* Effect.gen(function* () {
       yield* Console.error(`mnemos ${versionLine()}`)
       yield* Console.error(`data directory: ${location.path} (from ${location.source})`)
-      const signal = yield* shutdownSignal
-      yield* Console.error(`${signal}: shutting down (finishing in-flight writes, flushing)`)
+      const stopped = stdio
+        ? Effect.raceFirst(serveStdio({ tools: catalogue }).pipe(Effect.as("stdin closed")), shutdownSignal)
+        : shutdownSignal
+      const reason = yield* stopped
+      yield* Console.error(`${reason}: shutting down (finishing in-flight writes, flushing)`)
     }).pipe(Effect.provide(Layer.fresh(engine)))
   })
 ).pipe(Command.withDescription("Run the memory engine on a data directory until interrupted"))

@@ -1,0 +1,644 @@
+/**
+ * A substring index behind search_nodes whose answers equal a linear scan.
+ *
+ * The official rule is `text.toLowerCase().includes(query.toLowerCase())` over an entity's
+ * texts (name, type, each observation). `includes` compares UTF-16 code units, so a query can
+ * match half of a surrogate pair ("\uD83D" is found in "😀"); the index therefore works on the
+ * code units of the lower-cased texts, never on code points. Lower-casing is done per text and
+ * per query exactly as the official code does it (never on a concatenation, which could change
+ * context-dependent mappings such as Greek final sigma), and lengths may change ("İ" becomes
+ * two units); all grams come from the lower-cased strings.
+ *
+ * Each document is posted to three kinds of posting list, none spanning two of its texts:
+ *
+ * - unit lists: one per code unit it contains;
+ * - trigram lists: one per three adjacent units; the last pair of each text gets a virtual
+ *   end-of-text third unit, so every adjacent pair starts some trigram;
+ * - word lists: one per whitespace/punctuation-separated word of 4 to 64 units.
+ *
+ * A query of one unit is answered by its unit list, of two units by the union of the trigram
+ * lists starting with that pair, of three by its trigram list: these are exact. A longer query
+ * can only occur in a document having all its trigrams, so intersecting those lists gives a
+ * superset, and each candidate is verified with `includes`; a document whose word list is the
+ * query itself provably contains it and skips verification. Postings only ever prove or
+ * suggest; a document that lost grams in an update is marked stale and always verified, so
+ * correctness never depends on stale postings.
+ *
+ * Documents occupy slots in insertion order; replacing a document's texts keeps its slot, so
+ * results come back in first-insertion order, which is the official graph order. Removals and
+ * shrinking updates leave stale postings; when they outnumber live ones the index rebuilds
+ * itself, so that cost is amortised O(1) per posting. Posting lists live in one pooled
+ * `Uint32Array` as chains of blocks, avoiding one JS object per list.
+ */
+
+/** Largest posting block, in entries; lists grow by doubling up to this. */
+const postingBlockEntriesMax = 4096
+/** Initial pool size, in 32-bit words. */
+const poolWordsInitial = 1 << 16
+/** Default: rebuild when stale postings exceed both this and the number of live postings. */
+const stalePostingsBeforeRebuildMinDefault = 1 << 16
+/** Default: rebuild when dead slots exceed both this and the number of live slots. */
+const deadSlotsBeforeRebuildMinDefault = 1 << 12
+/** Default: stop intersecting once this few candidates remain; verifying them is cheaper. */
+const candidatesWorthIntersectingDefault = 32
+/** Default: verifying one candidate costs about this many times marking one posting. */
+const verifyToMarkCostRatioDefault = 20
+/** Restore result order by a slot scan instead of a sort when matches exceed slots / this. */
+const slotScanOrderDivisor = 16
+/** Stamp generations run up to this, then all marks are cleared and counting restarts. */
+const stampGenerationsMaxDefault = 0xffff_fffe
+/** A long query intersects at most this many of its trigram lists (the shortest); fewer still give a superset. */
+const trigramListsPerQueryMax = 64
+/** The fewest stamp generations allowed before a wrap: a query can need `2 × lists + 4`. */
+const stampGenerationsPerQueryMin = 2 * trigramListsPerQueryMax + 4
+/** Words shorter than this are not posted: queries of up to 3 units are answered exactly anyway. */
+const wordUnitsMin = 4
+/** Words longer than this are not posted (long tokens such as URLs are rarely queried whole). */
+const wordUnitsMax = 64
+/** What separates words: ASCII whitespace and punctuation, and Unicode white space. */
+const wordSeparators = /[\s!-/:-@[-`{-~]+/
+/** Separator between a document's lower-cased texts in its joined form. */
+const textSeparator = "\u0000"
+/** Stands for "end of text" as the third unit of a trigram, so every unit pair starts a trigram. */
+const textEnd = 0x1_0000
+
+/** Block layout in the pool: [next block offset, capacity, ...entries]; offset 0 means none. */
+const blockHeaderWords = 2
+
+/** Posting lists of slot numbers, appended to and iterated, never edited in place. */
+class PostingPool {
+  private words = new Uint32Array(poolWordsInitial)
+  private wordsUsed = 1
+  private heads = new Uint32Array(256)
+  private tails = new Uint32Array(256)
+  private tailFills = new Uint32Array(256)
+  private lengths = new Uint32Array(256)
+  private listsUsed = 0
+  /** Entries appended since construction, stale or not. */
+  entries = 0
+
+  get listCount(): number {
+    return this.listsUsed
+  }
+
+  get bytes(): number {
+    return this.words.byteLength + 4 * 4 * this.heads.length
+  }
+
+  newList(): number {
+    if (this.listsUsed === this.heads.length) {
+      const capacity = this.heads.length * 2
+      this.heads = grow(this.heads, capacity)
+      this.tails = grow(this.tails, capacity)
+      this.tailFills = grow(this.tailFills, capacity)
+      this.lengths = grow(this.lengths, capacity)
+    }
+    return this.listsUsed++
+  }
+
+  length(list: number): number {
+    return this.lengths[list]!
+  }
+
+  append(list: number, value: number): void {
+    let tail = this.tails[list]!
+    if (tail === 0 || this.tailFills[list] === this.words[tail + 1]) {
+      const capacity = Math.min(postingBlockEntriesMax, Math.max(2, this.lengths[list]!))
+      const block = this.allocate(blockHeaderWords + capacity)
+      this.words[block + 1] = capacity
+      if (tail === 0) this.heads[list] = block
+      else this.words[tail] = block
+      this.tails[list] = block
+      this.tailFills[list] = 0
+      tail = block
+    }
+    const fill = this.tailFills[list]!
+    this.words[tail + blockHeaderWords + fill] = value
+    this.tailFills[list] = fill + 1
+    this.lengths[list]!++
+    this.entries++
+  }
+
+  /** The entries of `list` in append order, as one array (a view into the pool when it is one block). */
+  entriesOf(list: number): Uint32Array {
+    const words = this.words
+    const head = this.heads[list]!
+    const tail = this.tails[list]!
+    if (head === 0) return new Uint32Array(0)
+    if (head === tail) return words.subarray(head + blockHeaderWords, head + blockHeaderWords + this.tailFills[list]!)
+    const entries = new Uint32Array(this.lengths[list]!)
+    let filled = 0
+    for (let block = head; block !== 0; block = words[block]!) {
+      const start = block + blockHeaderWords
+      const end = start + (block === tail ? this.tailFills[list]! : words[block + 1]!)
+      entries.set(words.subarray(start, end), filled)
+      filled += end - start
+    }
+    return entries
+  }
+
+  private allocate(wordCount: number): number {
+    if (this.wordsUsed + wordCount > this.words.length) {
+      this.words = grow(this.words, Math.max(this.words.length * 2, this.wordsUsed + wordCount))
+    }
+    const offset = this.wordsUsed
+    this.wordsUsed += wordCount
+    return offset
+  }
+}
+
+const grow = (array: Uint32Array<ArrayBuffer>, capacity: number): Uint32Array<ArrayBuffer> => {
+  const grown = new Uint32Array(capacity)
+  grown.set(array)
+  return grown
+}
+
+/** A reusable mark per number (slot or list), cleared in O(1) by moving to a new stamp. */
+class StampSet {
+  /** The mark of each number; a number is marked in generation g when `values[n] === g`. */
+  values = new Uint32Array(1024)
+  private current = 0
+
+  constructor(private readonly generationsMax: number) {}
+
+  /**
+   * Makes sure `count` more generations can start without wrapping, clearing all marks now if
+   * not; call it before a computation that keeps marks of several generations alive.
+   */
+  reserve(count: number): void {
+    if (this.current + count > this.generationsMax) {
+      this.values.fill(0)
+      this.current = 0
+    }
+  }
+
+  /** Starts a new generation; every number is unmarked in it. Returns the generation. */
+  next(): number {
+    this.reserve(1)
+    return ++this.current
+  }
+
+  ensure(size: number): void {
+    if (size > this.values.length) this.values = grow(this.values, Math.max(size, this.values.length * 2))
+  }
+}
+
+/** The official match rule on one entity's texts: some text, lower-cased, includes the lower-cased query. */
+export const textsMatchQuery = (texts: ReadonlyArray<string>, query: string): boolean => {
+  const needle = query.toLowerCase()
+  return texts.some((text) => text.toLowerCase().includes(needle))
+}
+
+/** Counts describing the index's size, for benchmarks and diagnostics. */
+export interface SubstringIndexStats {
+  readonly documents: number
+  readonly slots: number
+  readonly postingLists: number
+  readonly postings: number
+  readonly livePostings: number
+  readonly poolBytes: number
+  /** Times the index rebuilt itself to drop stale postings and dead slots. */
+  readonly rebuilds: number
+}
+
+/** One 32-bit key for two adjacent UTF-16 code units. */
+const pairKey = (first: number, second: number): number => (first << 16) | second
+
+/** How a query's posting lists yield candidates: exactly (union of lists) or as a superset to verify. */
+type Lookup =
+  | { readonly kind: "none" }
+  | { readonly kind: "exact"; readonly lists: ReadonlyArray<number> }
+  | { readonly kind: "superset"; readonly lists: ReadonlyArray<number>; readonly word: number | undefined }
+
+/** Tuning knobs; the defaults suit production, tests change them to reach every code path. */
+export interface SubstringIndexOptions {
+  /** Rebuild once stale postings exceed both this and the live postings. */
+  readonly stalePostingsBeforeRebuildMin?: number
+  /** Rebuild once removed documents' slots exceed both this and the live documents. */
+  readonly deadSlotsBeforeRebuildMin?: number
+  /** Mark generations before the marks are cleared (tests lower it to exercise the wrap). */
+  readonly stampGenerationsMax?: number
+  /** Stop intersecting trigram lists once this few candidates remain. */
+  readonly candidatesWorthIntersecting?: number
+  /** Relative cost of verifying a candidate vs marking a posting; higher intersects more. */
+  readonly verifyToMarkCostRatio?: number
+}
+
+/** A substring index over documents keyed by `K`, each a list of texts. */
+export class SubstringIndex<K> {
+  private readonly stalePostingsBeforeRebuildMin: number
+  private readonly deadSlotsBeforeRebuildMin: number
+  private readonly candidatesWorthIntersecting: number
+  private readonly verifyToMarkCostRatio: number
+  private pool = new PostingPool()
+  /** Code unit → list of slots containing it. */
+  private unitLists = new Map<number, number>()
+  /** Pair key → (third unit or `textEnd` → list of slots containing that trigram). */
+  private trigramLists = new Map<number, Map<number, number>>()
+  /** Word → list of slots containing it as a word. */
+  private wordLists = new Map<string, number>()
+  private readonly listStamps: StampSet
+  private readonly slotStamps: StampSet
+  private slotKeys: Array<K | undefined> = []
+  /** Lower-cased texts joined by `textSeparator`; undefined for a removed document. */
+  private slotJoined: Array<string | undefined> = []
+  /** Length of each lower-cased text in `slotJoined`. */
+  private slotTextLengths: Array<ReadonlyArray<number>> = []
+  /** Number of lists the slot is currently in. */
+  private slotPostings: Array<number> = []
+  /** The slot left postings for grams it no longer has, so its postings prove nothing. */
+  private slotStale: Array<boolean> = []
+  private readonly slotOf = new Map<K, number>()
+  private livePostings = 0
+  /** Live slots marked stale. */
+  private staleSlots = 0
+  private rebuildCount = 0
+
+  constructor(options: SubstringIndexOptions = {}) {
+    this.stalePostingsBeforeRebuildMin = options.stalePostingsBeforeRebuildMin ?? stalePostingsBeforeRebuildMinDefault
+    this.deadSlotsBeforeRebuildMin = options.deadSlotsBeforeRebuildMin ?? deadSlotsBeforeRebuildMinDefault
+    this.candidatesWorthIntersecting = options.candidatesWorthIntersecting ?? candidatesWorthIntersectingDefault
+    this.verifyToMarkCostRatio = options.verifyToMarkCostRatio ?? verifyToMarkCostRatioDefault
+    const generations = Math.max(stampGenerationsPerQueryMin, options.stampGenerationsMax ?? stampGenerationsMaxDefault)
+    this.listStamps = new StampSet(generations)
+    this.slotStamps = new StampSet(generations)
+  }
+
+  /** Number of documents. */
+  get size(): number {
+    return this.slotOf.size
+  }
+
+  /** Whether a document with this key is indexed. */
+  has(key: K): boolean {
+    return this.slotOf.has(key)
+  }
+
+  /** Adds a document at the end, or replaces the texts of an existing one keeping its position. */
+  upsert(key: K, texts: ReadonlyArray<string>): void {
+    const lowered = texts.map((text) => text.toLowerCase())
+    const slot = this.slotOf.get(key)
+    if (slot === undefined) {
+      this.append(key, lowered)
+      return
+    }
+    const previous = this.textsOf(slot)
+    this.store(slot, lowered)
+    const { postings, dropped } = this.post(slot, lowered, previous)
+    this.livePostings += postings - this.slotPostings[slot]!
+    this.slotPostings[slot] = postings
+    if (dropped && !this.slotStale[slot]) {
+      this.slotStale[slot] = true
+      this.staleSlots++
+    }
+    this.maybeRebuild()
+  }
+
+  /** Removes a document; returns whether it was there. */
+  remove(key: K): boolean {
+    const slot = this.slotOf.get(key)
+    if (slot === undefined) return false
+    this.slotOf.delete(key)
+    if (this.slotStale[slot]) {
+      this.slotStale[slot] = false
+      this.staleSlots--
+    }
+    this.slotKeys[slot] = undefined
+    this.slotJoined[slot] = undefined
+    this.slotTextLengths[slot] = []
+    this.livePostings -= this.slotPostings[slot]!
+    this.slotPostings[slot] = 0
+    this.maybeRebuild()
+    return true
+  }
+
+  /** Removes every document. */
+  clear(): void {
+    this.rebuildFrom([])
+  }
+
+  /** Keys of all documents, in insertion order. */
+  keys(): Array<K> {
+    const keys: Array<K> = []
+    for (let slot = 0; slot < this.slotKeys.length; slot++) {
+      if (this.slotJoined[slot] !== undefined) keys.push(this.slotKeys[slot] as K)
+    }
+    return keys
+  }
+
+  /** Keys of the documents matching `query` under the official rule, in insertion order. */
+  search(query: string): Array<K> {
+    const needle = query.toLowerCase()
+    if (needle.length === 0) return this.keys()
+    const lookup = this.lookup(needle)
+    if (lookup.kind === "none") return []
+    // No wrap may clear marks mid-query: union, proof, two per narrowing step, ordering.
+    this.slotStamps.reserve(lookup.kind === "exact" ? 2 : 2 * lookup.lists.length + 4)
+    let matches: Array<number> = []
+    const stale = this.slotStale
+    const hasSeparator = needle.includes(textSeparator)
+    if (lookup.kind === "exact") {
+      const found = this.union(lookup.lists)
+      if (this.staleSlots === 0) matches = found
+      else for (const slot of found) if (!stale[slot] || this.contains(slot, needle, hasSeparator)) matches.push(slot)
+    } else {
+      const unproven = this.provenInto(this.union(lookup.lists.slice(0, 1)), lookup.word, matches)
+      for (const slot of this.narrow(unproven, lookup.lists.slice(1))) {
+        if (this.contains(slot, needle, hasSeparator)) matches.push(slot)
+      }
+    }
+    const ordered = this.inSlotOrder(matches)
+    const keys = new Array<K>(ordered.length)
+    for (let i = 0; i < ordered.length; i++) keys[i] = this.slotKeys[ordered[i]!] as K
+    return keys
+  }
+
+  /** Size counters. */
+  stats(): SubstringIndexStats {
+    return {
+      documents: this.slotOf.size,
+      slots: this.slotKeys.length,
+      postingLists: this.pool.listCount,
+      postings: this.pool.entries,
+      livePostings: this.livePostings,
+      poolBytes: this.pool.bytes,
+      rebuilds: this.rebuildCount
+    }
+  }
+
+  private append(key: K, lowered: ReadonlyArray<string>): void {
+    const slot = this.slotKeys.length
+    this.slotKeys.push(key)
+    this.slotJoined.push(undefined)
+    this.slotTextLengths.push([])
+    this.slotStale.push(false)
+    this.slotOf.set(key, slot)
+    this.slotStamps.ensure(slot + 1)
+    this.store(slot, lowered)
+    const { postings } = this.post(slot, lowered, [])
+    this.slotPostings.push(postings)
+    this.livePostings += postings
+  }
+
+  private store(slot: number, lowered: ReadonlyArray<string>): void {
+    this.slotJoined[slot] = lowered.join(textSeparator)
+    this.slotTextLengths[slot] = lowered.map((text) => text.length)
+  }
+
+  /** The slot's lower-cased texts, cut back out of the joined form. */
+  private textsOf(slot: number): Array<string> {
+    const joined = this.slotJoined[slot]!
+    const texts: Array<string> = []
+    let start = 0
+    for (const length of this.slotTextLengths[slot]!) {
+      texts.push(joined.slice(start, start + length))
+      start += length + textSeparator.length
+    }
+    return texts
+  }
+
+  /** Whether some lower-cased text of the slot includes `needle` (which contains `textSeparator` iff the flag says so). */
+  private contains(slot: number, needle: string, needleHasSeparator: boolean): boolean {
+    // Without a separator in the needle, a match in the joined form lies inside one text.
+    if (!needleHasSeparator) return this.slotJoined[slot]!.includes(needle)
+    return this.textsOf(slot).some((text) => text.includes(needle))
+  }
+
+  /**
+   * Posts `slot` to every list of `texts` that `previous` (its texts before this update) was
+   * not in. Returns how many lists the slot is now in, and whether it left some list of
+   * `previous` (a stale posting).
+   */
+  private post(
+    slot: number,
+    texts: ReadonlyArray<string>,
+    previous: ReadonlyArray<string>
+  ): { readonly postings: number; readonly dropped: boolean } {
+    const stamps = this.listStamps
+    stamps.reserve(2)
+    const before = stamps.next()
+    let previousPostings = 0
+    this.forEachList(previous, (list) => {
+      if (stamps.values[list] !== before) {
+        stamps.values[list] = before
+        previousPostings++
+      }
+    })
+    const now = stamps.next()
+    let postings = 0
+    let kept = 0
+    this.forEachList(texts, (list) => {
+      const stamp = stamps.values[list]
+      if (stamp === now) return
+      if (stamp === before) kept++
+      else this.pool.append(list, slot)
+      stamps.values[list] = now
+      postings++
+    })
+    return { postings, dropped: kept < previousPostings }
+  }
+
+  /** Visits the list (created on first use) of every unit, trigram and word of every text. */
+  private forEachList(texts: ReadonlyArray<string>, visit: (list: number) => void): void {
+    for (const text of texts) {
+      const length = text.length
+      for (let i = 0; i < length; i++) {
+        const unit = text.charCodeAt(i)
+        visit(this.unitList(unit))
+        if (i + 1 < length) {
+          visit(
+            this.trigramList(pairKey(unit, text.charCodeAt(i + 1)), i + 2 < length ? text.charCodeAt(i + 2) : textEnd)
+          )
+        }
+      }
+      if (length < wordUnitsMin) continue
+      for (const word of text.split(wordSeparators)) {
+        if (word.length >= wordUnitsMin && word.length <= wordUnitsMax) visit(this.wordList(word))
+      }
+    }
+  }
+
+  private unitList(unit: number): number {
+    let list = this.unitLists.get(unit)
+    if (list === undefined) {
+      list = this.newList()
+      this.unitLists.set(unit, list)
+    }
+    return list
+  }
+
+  private trigramList(pair: number, third: number): number {
+    let byThird = this.trigramLists.get(pair)
+    if (byThird === undefined) {
+      byThird = new Map()
+      this.trigramLists.set(pair, byThird)
+    }
+    let list = byThird.get(third)
+    if (list === undefined) {
+      list = this.newList()
+      byThird.set(third, list)
+    }
+    return list
+  }
+
+  private wordList(word: string): number {
+    let list = this.wordLists.get(word)
+    if (list === undefined) {
+      list = this.newList()
+      this.wordLists.set(word, list)
+    }
+    return list
+  }
+
+  private newList(): number {
+    const list = this.pool.newList()
+    this.listStamps.ensure(list + 1)
+    return list
+  }
+
+  /** The lists to look in (see the module comment). */
+  private lookup(needle: string): Lookup {
+    const units = needle.length
+    const unit = (i: number) => needle.charCodeAt(i)
+    if (units === 1) {
+      const list = this.unitLists.get(unit(0))
+      return list === undefined ? { kind: "none" } : { kind: "exact", lists: [list] }
+    }
+    const byThird = this.trigramLists.get(pairKey(unit(0), unit(1)))
+    if (byThird === undefined) return { kind: "none" }
+    if (units === 2) return { kind: "exact", lists: [...byThird.values()] }
+    if (units === 3) {
+      const list = byThird.get(unit(2))
+      return list === undefined ? { kind: "none" } : { kind: "exact", lists: [list] }
+    }
+    const lists = new Set<number>()
+    for (let i = 0; i + 2 < units; i++) {
+      const list = this.trigramLists.get(pairKey(unit(i), unit(i + 1)))?.get(unit(i + 2))
+      if (list === undefined) return { kind: "none" }
+      lists.add(list)
+    }
+    return {
+      kind: "superset",
+      lists: [...lists].sort((a, b) => this.pool.length(a) - this.pool.length(b)).slice(0, trigramListsPerQueryMax),
+      word: this.wordLists.get(needle)
+    }
+  }
+
+  /** Live slots in any of `lists`, each once. */
+  private union(lists: ReadonlyArray<number>): Array<number> {
+    const seen = this.slotStamps.next()
+    const marks = this.slotStamps.values
+    const joined = this.slotJoined
+    const slots: Array<number> = []
+    for (const list of lists) {
+      const entries = this.pool.entriesOf(list)
+      for (let i = 0; i < entries.length; i++) {
+        const slot = entries[i]!
+        if (marks[slot] !== seen && joined[slot] !== undefined) {
+          marks[slot] = seen
+          slots.push(slot)
+        }
+      }
+    }
+    return slots
+  }
+
+  /**
+   * Moves the candidates that provably match (live in the word list of the needle, and not
+   * stale) into `matches`; returns the rest.
+   */
+  private provenInto(candidates: Array<number>, word: number | undefined, matches: Array<number>): Array<number> {
+    if (word === undefined) return candidates
+    const proven = this.slotStamps.next()
+    const marks = this.slotStamps.values
+    const entries = this.pool.entriesOf(word)
+    for (let i = 0; i < entries.length; i++) marks[entries[i]!] = proven
+    const stale = this.slotStale
+    const unproven: Array<number> = []
+    for (const slot of candidates) {
+      if (marks[slot] === proven && !stale[slot]) matches.push(slot)
+      else unproven.push(slot)
+    }
+    return unproven
+  }
+
+  /**
+   * Keeps the candidates that are also in `lists` (shortest first), intersecting a list only
+   * while the candidates it is expected to drop would cost more to verify than it costs.
+   */
+  private narrow(candidates: Array<number>, lists: ReadonlyArray<number>): Array<number> {
+    const marks = this.slotStamps.values
+    const documents = Math.max(1, this.slotOf.size)
+    for (const list of lists) {
+      if (candidates.length <= this.candidatesWorthIntersecting) break
+      const length = this.pool.length(list)
+      const expectedDropped = candidates.length * Math.max(0, 1 - length / documents)
+      if (expectedDropped * this.verifyToMarkCostRatio < length + 2 * candidates.length) break
+      const inPrevious = this.slotStamps.next()
+      for (let c = 0; c < candidates.length; c++) marks[candidates[c]!] = inPrevious
+      const inBoth = this.slotStamps.next()
+      const entries = this.pool.entriesOf(list)
+      for (let j = 0; j < entries.length; j++) {
+        const slot = entries[j]!
+        if (marks[slot] === inPrevious) marks[slot] = inBoth
+      }
+      const kept: Array<number> = []
+      for (let c = 0; c < candidates.length; c++) {
+        const slot = candidates[c]!
+        if (marks[slot] === inBoth) kept.push(slot)
+      }
+      candidates = kept
+    }
+    return candidates
+  }
+
+  /** `slots` in ascending order (= insertion order). */
+  private inSlotOrder(slots: Array<number>): Array<number> {
+    let sorted = true
+    for (let i = 1; i < slots.length && sorted; i++) sorted = slots[i - 1]! < slots[i]!
+    if (sorted) return slots
+    const slotCount = this.slotKeys.length
+    if (slots.length > slotCount / slotScanOrderDivisor) {
+      const matched = this.slotStamps.next()
+      const marks = this.slotStamps.values
+      for (let i = 0; i < slots.length; i++) marks[slots[i]!] = matched
+      const ordered: Array<number> = []
+      for (let slot = 0; slot < slotCount; slot++) if (marks[slot] === matched) ordered.push(slot)
+      return ordered
+    }
+    return Array.from(Uint32Array.from(slots).sort())
+  }
+
+  private maybeRebuild(): void {
+    const stalePostings = this.pool.entries - this.livePostings
+    const deadSlots = this.slotKeys.length - this.slotOf.size
+    if (
+      (stalePostings > this.stalePostingsBeforeRebuildMin && stalePostings > this.livePostings) ||
+      (deadSlots > this.deadSlotsBeforeRebuildMin && deadSlots > this.slotOf.size)
+    ) {
+      const documents: Array<readonly [K, ReadonlyArray<string>]> = []
+      for (let slot = 0; slot < this.slotKeys.length; slot++) {
+        if (this.slotJoined[slot] !== undefined) documents.push([this.slotKeys[slot] as K, this.textsOf(slot)])
+      }
+      this.rebuildFrom(documents)
+      this.rebuildCount++
+    }
+  }
+
+  /** Starts over with these documents (texts already lower-cased), in this order. */
+  private rebuildFrom(documents: ReadonlyArray<readonly [K, ReadonlyArray<string>]>): void {
+    this.pool = new PostingPool()
+    this.unitLists = new Map()
+    this.trigramLists = new Map()
+    this.wordLists = new Map()
+    this.slotKeys = []
+    this.slotJoined = []
+    this.slotTextLengths = []
+    this.slotPostings = []
+    this.slotStale = []
+    this.staleSlots = 0
+    this.slotOf.clear()
+    this.livePostings = 0
+    for (const [key, lowered] of documents) this.append(key, lowered)
+  }
+}

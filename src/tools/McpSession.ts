@@ -1,0 +1,202 @@
+/**
+ * One MCP session: an SDK `Server` bound to the tool catalogue and the engine, for one connected
+ * client over any SDK transport (stdio, WebSocket, Streamable HTTP, SSE).
+ *
+ * Owns the session's project and resource subscriptions. The project comes from the client's MCP
+ * roots when it offers them (the first root's directory name; re-read on roots/list_changed),
+ * else "default"; it is resolved once, lazily, before the first call that needs it. Arguments are
+ * decoded with each tool's Schema; a decoding failure, an unknown tool or a failing handler all
+ * become `isError` results, so no input can crash the server. Committed graph events in the
+ * session's project notify the client when it subscribed to `memory://knowledge-graph`.
+ */
+import { basename } from "node:path"
+import { fileURLToPath } from "node:url"
+import { Server } from "@modelcontextprotocol/sdk/server/index.js"
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  ListResourcesRequestSchema,
+  ListToolsRequestSchema,
+  ReadResourceRequestSchema,
+  RootsListChangedNotificationSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
+} from "@modelcontextprotocol/sdk/types.js"
+import { type Context, Effect, Exit, Fiber, PubSub, Result, Schema, type Scope } from "effect"
+import { EventBus } from "../actors/EventBus.ts"
+import { Router } from "../actors/Router.ts"
+import { buildInfo } from "../cli/BuildInfo.ts"
+import { readGraph } from "../graph/GraphQueries.ts"
+import type { GraphSearch } from "../graph/GraphSearch.ts"
+import { type GraphEvent, graphStore } from "../graph/GraphStore.ts"
+import { defaultProjectName } from "../graph/Model.ts"
+import type { Tool, ToolCaller, ToolError } from "./Tool.ts"
+
+/** The resource holding the caller's whole graph. */
+export const knowledgeGraphUri = "memory://knowledge-graph"
+
+/** What tool handlers may use. */
+export type SessionServices = Router | GraphSearch | EventBus
+
+/** How a session is set up. */
+export interface SessionOptions {
+  readonly tools: ReadonlyArray<Tool<never, SessionServices>>
+  /** Names the transport in the caller's identity ("stdio", "ws", ...). */
+  readonly transport: string
+}
+
+const errorText = (tool: Tool<never, SessionServices> | undefined, error: ToolError): string =>
+  tool?.errorFormat === "envelope"
+    ? JSON.stringify({ status: "ERROR", error: { code: error.code, message: error.message } })
+    : error.message
+
+const isError = (text: string): CallToolResult => ({ content: [{ type: "text", text }], isError: true })
+
+/** The project a root URI names: the last path segment of a file URI. */
+export const projectFromRoot = (uri: string, name?: string): string | undefined => {
+  try {
+    const path = uri.startsWith("file:") ? fileURLToPath(uri) : new URL(uri).pathname
+    const project = basename(path.replace(/[/\\]+$/, "")) || name
+    return project !== undefined && project !== "" && !project.includes("\u0000") ? project : undefined
+  } catch {
+    return name
+  }
+}
+
+/** Starts a session on `transport`; it ends when the transport closes or the scope closes. */
+export const startSession = (
+  transport: Transport,
+  options: SessionOptions,
+): Effect.Effect<Server, never, SessionServices | Scope.Scope> =>
+  Effect.gen(function* () {
+    const context: Context.Context<SessionServices> = yield* Effect.context<SessionServices>()
+    const run = <A, E>(effect: Effect.Effect<A, E, SessionServices>) => Effect.runPromiseExitWith(context)(effect)
+    const server = new Server(
+      { name: "mnemos", version: buildInfo().version },
+      {
+        capabilities: { tools: {}, resources: { subscribe: true } },
+        instructions:
+          "mnemos is a durable memory for coding agents: a knowledge graph (entities, relations, observations) scoped to your project. Search before you create; add observations to existing entities instead of duplicating them.",
+      },
+    )
+    const toolsByName = new Map(options.tools.map((tool) => [tool.definition.name, tool]))
+    const subscriptions = new Set<string>()
+    let projectPromise: Promise<string> | undefined
+
+    const resolveProject = async (): Promise<string> => {
+      if (!server.getClientCapabilities()?.roots) return defaultProjectName
+      try {
+        const { roots } = await server.listRoots(undefined, { timeout: 5_000 })
+        const first = roots[0]
+        return (first && projectFromRoot(first.uri, first.name)) ?? defaultProjectName
+      } catch {
+        return defaultProjectName
+      }
+    }
+    const project = () => (projectPromise ??= resolveProject())
+    server.setNotificationHandler(RootsListChangedNotificationSchema, async () => {
+      projectPromise = resolveProject()
+    })
+
+    const caller = async (): Promise<ToolCaller> => {
+      const client = server.getClientVersion()
+      return {
+        project: await project(),
+        client: `${client?.name ?? "unknown"}/${client?.version ?? "?"} via ${options.transport}`,
+      }
+    }
+
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({
+      tools: options.tools.map((tool) => tool.definition) as never,
+    }))
+
+    server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
+      const tool = toolsByName.get(request.params.name)
+      if (tool === undefined) return isError(`MCP error -32602: Tool ${request.params.name} not found`)
+      const decoded = Schema.decodeUnknownResult(tool.args)(request.params.arguments ?? {})
+      if (Result.isFailure(decoded)) {
+        const message = `MCP error -32602: Input validation error: Invalid arguments for tool ${tool.definition.name}: ${decoded.failure.message}`
+        return isError(
+          tool.errorFormat === "envelope"
+            ? JSON.stringify({ status: "ERROR", error: { code: "VALIDATION_ERROR", message } })
+            : message,
+        )
+      }
+      const exit = await run(tool.run(decoded.success, await caller()))
+      if (Exit.isSuccess(exit)) {
+        const { structured, text } = exit.value
+        return {
+          content: [{ type: "text", text: text ?? JSON.stringify(structured, null, 2) }],
+          structuredContent: structured,
+        }
+      }
+      const failure = exit.cause.reasons.find((reason) => reason._tag === "Fail")
+      if (failure !== undefined && failure._tag === "Fail") return isError(errorText(tool, failure.error))
+      return isError(
+        errorText(tool, {
+          _tag: "ToolError",
+          code: "INTERNAL_ERROR",
+          message: "internal error: the call failed unexpectedly",
+        } as ToolError),
+      )
+    })
+
+    server.setRequestHandler(ListResourcesRequestSchema, async () => ({
+      resources: [
+        {
+          uri: knowledgeGraphUri,
+          name: "knowledge-graph",
+          title: "Knowledge Graph",
+          description: "The full knowledge graph with all entities and relations",
+          mimeType: "application/json",
+        },
+      ],
+    }))
+    server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
+      if (request.params.uri !== knowledgeGraphUri) throw new Error(`Resource ${request.params.uri} not found`)
+      const scope = await project()
+      const exit = await run(
+        Effect.gen(function* () {
+          const router = yield* Router
+          return yield* router.store(graphStore).read((view) => readGraph(view, scope))
+        }),
+      )
+      if (Exit.isFailure(exit)) throw new Error(`cannot read the knowledge graph: ${String(exit.cause)}`)
+      return {
+        contents: [{ uri: knowledgeGraphUri, mimeType: "application/json", text: JSON.stringify(exit.value, null, 2) }],
+      }
+    })
+    server.setRequestHandler(SubscribeRequestSchema, async (request) => {
+      subscriptions.add(request.params.uri)
+      await project()
+      return {}
+    })
+    server.setRequestHandler(UnsubscribeRequestSchema, async (request) => {
+      subscriptions.delete(request.params.uri)
+      return {}
+    })
+
+    const bus = yield* EventBus
+    const events = yield* bus.subscribe
+    const notifier = yield* Effect.forkScoped(
+      Effect.forever(
+        Effect.gen(function* () {
+          const batch = yield* PubSub.takeAll(events)
+          if (!subscriptions.has(knowledgeGraphUri) || projectPromise === undefined) return
+          const scope = yield* Effect.promise(() => project())
+          const relevant = batch.some(
+            (committed) => committed.store === graphStore.name && (committed.event as GraphEvent).project === scope,
+          )
+          if (relevant)
+            yield* Effect.promise(() => server.sendResourceUpdated({ uri: knowledgeGraphUri }).catch(() => undefined))
+        }),
+      ),
+    )
+
+    yield* Effect.promise(() => server.connect(transport))
+    yield* Effect.addFinalizer(() =>
+      Effect.promise(() => server.close().catch(() => undefined)).pipe(Effect.andThen(Fiber.interrupt(notifier))),
+    )
+    return server
+  })

@@ -1,0 +1,86 @@
+/**
+ * What an MCP tool is in mnemos: a definition (what `tools/list` shows), a Schema that decodes
+ * its arguments (the only shape the handler sees), and a handler that runs against the engine.
+ *
+ * Handlers return a `ToolOutput`: the structured result and, optionally, the text content (by
+ * default the pretty-printed JSON of the result, as the official memory server answers).
+ * Failures are `ToolError` values with a code from the conversation-memory seed's set; the
+ * session turns them into `isError` results. Nothing a client sends can crash the server.
+ */
+import { type Effect, Schema } from "effect"
+import type { JsonObject } from "./officialToolDefinitions.ts"
+
+/** The error codes tools answer with (seed 001). */
+export const ToolErrorCode = Schema.Literals([
+  "VALIDATION_ERROR",
+  "NOT_FOUND",
+  "CONFLICT",
+  "BUSY",
+  "IO_ERROR",
+  "CORRUPT_STORE",
+  "INTERNAL_ERROR",
+])
+export type ToolErrorCode = typeof ToolErrorCode.Type
+
+/** A tool failure the caller sees as an `isError` result. */
+export class ToolError extends Schema.TaggedError<ToolError>()("ToolError", {
+  code: ToolErrorCode,
+  message: Schema.String,
+}) {}
+
+/** MCP tool annotations. */
+export interface ToolAnnotations {
+  readonly title?: string
+  readonly readOnlyHint?: boolean
+  readonly destructiveHint?: boolean
+  readonly idempotentHint?: boolean
+  readonly openWorldHint?: boolean
+}
+
+/** One `tools/list` entry. */
+export interface ToolDefinition {
+  readonly name: string
+  readonly title?: string
+  readonly description: string
+  readonly inputSchema: JsonObject
+  readonly outputSchema?: JsonObject
+  readonly annotations?: ToolAnnotations
+  readonly execution?: { readonly taskSupport: "forbidden" }
+}
+
+/** A tool's answer. */
+export interface ToolOutput {
+  readonly structured: Record<string, unknown>
+  /** The text content; defaults to `JSON.stringify(structured, null, 2)`. */
+  readonly text?: string
+}
+
+/** Who is calling, and in which project. */
+export interface ToolCaller {
+  /** The project of this connection: from the client's roots, else "default". */
+  readonly project: string
+  /** The client's identity, for audit (clientInfo name/version and transport). */
+  readonly client: string
+}
+
+/** A tool: definition, argument decoder and handler. `R` is what the handler needs from the engine. */
+export interface Tool<Args, R> {
+  readonly definition: ToolDefinition
+  readonly toolset: string
+  /**
+   * How failures read: "plain" is the message alone (the official memory server's tools),
+   * "envelope" is the seed's JSON `{"status":"ERROR","error":{"code","message"}}`.
+   */
+  readonly errorFormat: "plain" | "envelope"
+  readonly args: Schema.Codec<Args, unknown>
+  readonly run: (args: Args, caller: ToolCaller) => Effect.Effect<ToolOutput, ToolError, R>
+}
+
+/** Makes a tool, keeping its argument type. */
+export const makeTool = <Args, R>(tool: Tool<Args, R>): Tool<Args, R> => tool
+
+/** A JSON Schema for tool arguments, generated from their Effect Schema. */
+export const inputSchemaOf = (schema: Schema.Top): JsonObject => {
+  const document = Schema.toJsonSchemaDocument(schema)
+  return { $schema: "https://json-schema.org/draft/2020-12/schema", ...(document.schema as JsonObject) }
+}

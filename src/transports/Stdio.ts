@@ -1,0 +1,23 @@
+/**
+ * MCP over this process's stdin/stdout (embedded mode). stdout carries only JSON-RPC; logs go to
+ * stderr. The session lasts until the client closes stdin or the process is asked to stop.
+ */
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
+import { Effect } from "effect"
+import { type SessionOptions, type SessionServices, startSession } from "../tools/McpSession.ts"
+
+/** Serves one MCP session on stdio; completes when the client disconnects. */
+export const serveStdio = (options: Omit<SessionOptions, "transport">): Effect.Effect<void, never, SessionServices> =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const transport = new StdioServerTransport()
+      const closed = Effect.callback<void>((resume) => {
+        const done = () => resume(Effect.void)
+        process.stdin.once("end", done)
+        process.stdin.once("close", done)
+        transport.onclose = done
+      })
+      yield* startSession(transport, { ...options, transport: "stdio" })
+      yield* closed
+    })
+  )

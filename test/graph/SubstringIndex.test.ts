@@ -1,0 +1,258 @@
+/**
+ * SubstringIndex must answer exactly like the official linear scan
+ * (`text.toLowerCase().includes(query.toLowerCase())` over each document's texts), in insertion
+ * order, on tricky Unicode and after any sequence of upserts and removals, including ones that
+ * make it rebuild itself.
+ */
+import fc from "fast-check"
+import { describe, expect, it } from "vitest"
+import { benchmarkSearchNodes } from "../../bench/searchNodes.ts"
+import { SubstringIndex, textsMatchQuery } from "../../src/graph/SubstringIndex.ts"
+
+/** Pieces that stress case folding and code-unit matching. */
+const trickyPieces = [
+  "a",
+  "A",
+  "b",
+  "x",
+  "k",
+  "word",
+  "WORD",
+  "Word ",
+  "alpha.",
+  " ",
+  "-",
+  "_",
+  "İ", // lower-cases to "i̇" (two units)
+  "I",
+  "i",
+  "ı",
+  "ß",
+  "ẞ", // capital sharp s, lower-cases to "ß"
+  "SS",
+  "Σ", // lower-cases to σ or ς depending on context
+  "σ",
+  "ς",
+  "😀",
+  "\uD83D", // lone high surrogate
+  "\uDE00", // lone low surrogate
+  "e",
+  "\u0301", // combining acute
+  "é",
+  "\u212A", // Kelvin sign, lower-cases to "k"
+  "Ω",
+  "ǅ",
+  "\u0000", // the index's own text separator
+  "東京"
+]
+
+const trickyText = fc.oneof(
+  { weight: 4, arbitrary: fc.array(fc.constantFrom(...trickyPieces), { maxLength: 8 }).map((parts) => parts.join("")) },
+  { weight: 1, arbitrary: fc.string({ unit: "binary", maxLength: 8 }) },
+  { weight: 1, arbitrary: fc.string({ unit: "grapheme", maxLength: 6 }) }
+)
+
+const documentTexts = fc.array(trickyText, { minLength: 1, maxLength: 4 })
+
+const wordsOf = (text: string): Array<string> => text.split(/[\s!-/:-@[-`{-~]+/).filter((word) => word.length > 0)
+
+/**
+ * A query: random tricky text, a case-changed code-unit slice of a text (possibly splitting a
+ * surrogate pair), a slice spanning two adjacent texts joined by "\u0000" (the index's own
+ * separator), or a whole word of a text.
+ */
+const queryFor = (documents: ReadonlyArray<ReadonlyArray<string>>) => {
+  const texts = documents.flat()
+  const spans = documents.flatMap((document) => document.slice(1).map((text, i) => `${document[i]}\u0000${text}`))
+  const sliceOf = (sources: ReadonlyArray<string>) =>
+    sources.length === 0
+      ? fc.constant("")
+      : fc
+          .tuple(fc.constantFrom(...sources), fc.nat(), fc.nat({ max: 8 }), fc.constantFrom("same", "upper", "lower"))
+          .map(([text, start, length, casing]) => {
+            const from = text.length === 0 ? 0 : start % text.length
+            const slice = text.slice(from, from + length)
+            return casing === "upper" ? slice.toUpperCase() : casing === "lower" ? slice.toLowerCase() : slice
+          })
+  const words = texts.flatMap(wordsOf)
+  return fc.oneof(
+    { weight: 3, arbitrary: sliceOf(texts) },
+    { weight: 1, arbitrary: sliceOf(spans) },
+    { weight: 1, arbitrary: words.length === 0 ? fc.constant("word") : fc.constantFrom(...words) },
+    { weight: 2, arbitrary: trickyText }
+  )
+}
+
+/** The linear scan over a model kept in insertion order (a Map keeps first-insertion order on set). */
+const linearSearch = (model: ReadonlyMap<number, ReadonlyArray<string>>, query: string): Array<number> =>
+  [...model].filter(([, texts]) => textsMatchQuery(texts, query)).map(([key]) => key)
+
+type Operation =
+  | { readonly kind: "upsert"; readonly key: number; readonly texts: ReadonlyArray<string> }
+  | { readonly kind: "remove"; readonly key: number }
+  | { readonly kind: "search"; readonly query: string }
+
+const operation: fc.Arbitrary<Operation> = fc.oneof(
+  {
+    weight: 4,
+    arbitrary: fc.record({ kind: fc.constant("upsert" as const), key: fc.nat({ max: 12 }), texts: documentTexts })
+  },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("remove" as const), key: fc.nat({ max: 12 }) }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant("search" as const), query: trickyText }) }
+)
+
+describe("SubstringIndex", () => {
+  it("returns exactly the linear scan's documents, in insertion order, on random graphs and queries", () => {
+    fc.assert(
+      fc.property(
+        fc
+          .array(documentTexts, { maxLength: 30 })
+          .chain((documents) =>
+            fc.tuple(fc.constant(documents), fc.array(queryFor(documents), { minLength: 1, maxLength: 15 }))
+          ),
+        ([documents, queries]) => {
+          const index = new SubstringIndex<number>({
+            candidatesWorthIntersecting: 0,
+            verifyToMarkCostRatio: Number.POSITIVE_INFINITY
+          })
+          const model = new Map<number, ReadonlyArray<string>>()
+          documents.forEach((texts, key) => {
+            index.upsert(key, texts)
+            model.set(key, texts)
+          })
+          for (const query of queries) expect(index.search(query)).toEqual(linearSearch(model, query))
+        }
+      ),
+      { numRuns: 1000 }
+    )
+  })
+
+  it("stays equal to the linear scan through random upserts, removals, rebuilds and mark wraps", () => {
+    fc.assert(
+      fc.property(
+        fc.array(operation, { maxLength: 60 }),
+        fc.constantFrom(0, 3, 1 << 16),
+        fc.array(fc.integer({ min: 0, max: 1000 }), { minLength: 1, maxLength: 5 }),
+        fc.constantFrom(undefined, 1),
+        fc.boolean(),
+        (operations, rebuildMinimum, querySeeds, stampGenerationsMax, alwaysIntersect) => {
+          const index = new SubstringIndex<number>({
+            stalePostingsBeforeRebuildMin: rebuildMinimum,
+            deadSlotsBeforeRebuildMin: rebuildMinimum,
+            // 1 is raised to the smallest allowed value, so marks wrap every few operations.
+            stampGenerationsMax,
+            // Small graphs never reach the intersection thresholds unless told to.
+            ...(alwaysIntersect
+              ? { candidatesWorthIntersecting: 0, verifyToMarkCostRatio: Number.POSITIVE_INFINITY }
+              : {})
+          })
+          const model = new Map<number, ReadonlyArray<string>>()
+          for (const step of operations) {
+            if (step.kind === "upsert") {
+              index.upsert(step.key, step.texts)
+              model.set(step.key, step.texts)
+            } else if (step.kind === "remove") {
+              expect(index.remove(step.key)).toBe(model.delete(step.key))
+            } else {
+              expect(index.search(step.query)).toEqual(linearSearch(model, step.query))
+            }
+            expect(index.size).toBe(model.size)
+          }
+          // Also query pieces of every text ever indexed, including texts since replaced or removed
+          // (their stale postings must not leak into answers).
+          const seen = operations.flatMap((step) => (step.kind === "upsert" ? step.texts : []))
+          for (const seed of querySeeds) {
+            const text = seen[seed % Math.max(1, seen.length)] ?? ""
+            const words = wordsOf(text)
+            const word = words[seed % Math.max(1, words.length)] ?? ""
+            for (const query of [text, text.slice(1), text.slice(0, 3), text.slice(-2), text.toUpperCase(), word]) {
+              expect(index.search(query)).toEqual(linearSearch(model, query))
+            }
+          }
+          expect(index.keys()).toEqual([...model.keys()])
+        }
+      ),
+      { numRuns: 1000 }
+    )
+  })
+
+  it("follows toLowerCase and code-unit includes on the cases that trip up case folding", () => {
+    const index = new SubstringIndex<string>()
+    index.upsert("istanbul", ["İstanbul"])
+    index.upsert("dotless", ["ılık"])
+    index.upsert("strasse", ["Straße"])
+    index.upsert("emoji", ["launch 😀 now"])
+    index.upsert("sigma", ["ΟΔΟΣ"])
+    index.upsert("kelvin", ["300 \u212A"])
+    index.upsert("combining", ["cafe\u0301"])
+
+    expect(index.search("i̇stanbul")).toEqual(["istanbul"])
+    expect(index.search("istanbul")).toEqual([]) // "İ" lower-cases to "i" + U+0307
+    expect(index.search("İ")).toEqual(["istanbul"])
+    expect(index.search("I")).toEqual(["istanbul"]) // "i" is inside "i̇"
+    expect(index.search("ı")).toEqual(["dotless"])
+    expect(index.search("STRASSE")).toEqual([])
+    expect(index.search("STRAẞE")).toEqual(["strasse"])
+    expect(index.search("\uD83D")).toEqual(["emoji"]) // half a surrogate pair matches
+    expect(index.search("😀")).toEqual(["emoji"])
+    expect(index.search("ς")).toEqual(["sigma"]) // final sigma after lower-casing "ΟΔΟΣ"
+    expect(index.search("Σ")).toEqual([]) // a lone "Σ" lower-cases to "σ"
+    expect(index.search("300 k")).toEqual(["kelvin"])
+    expect(index.search("\u0301")).toEqual(["combining"])
+    expect(index.search("café")).toEqual([]) // precomposed é is not e + U+0301
+    expect(index.search("CAFE")).toEqual(["combining"])
+  })
+
+  it("never matches across two texts of one document, even when the query contains the separator", () => {
+    const index = new SubstringIndex<string>()
+    index.upsert("split", ["ab", "cd"])
+    index.upsert("inside", ["b\u0000c"])
+    expect(index.search("b\u0000c")).toEqual(["inside"])
+    expect(index.search("bc")).toEqual([])
+    expect(index.search("abcd")).toEqual([])
+    // Every trigram of "ab\u0000cd" occurs in some text, and the texts' joined form contains it,
+    // yet no single text does.
+    index.upsert("contrived", ["ab", "cd", "xab\u0000", "b\u0000c", "\u0000cdy"])
+    expect(index.search("ab\u0000cd")).toEqual([])
+  })
+
+  it("matches everything on the empty query, and keeps a document's position when it is updated", () => {
+    const index = new SubstringIndex<string>()
+    index.upsert("first", ["apple"])
+    index.upsert("second", ["banana"])
+    index.upsert("third", ["apricot"])
+    index.upsert("first", ["cherry", "apple pie"])
+    expect(index.search("")).toEqual(["first", "second", "third"])
+    expect(index.search("ap")).toEqual(["first", "third"])
+    index.remove("first")
+    index.upsert("first", ["apple"])
+    expect(index.search("ap")).toEqual(["third", "first"])
+  })
+
+  it("does not trust a word posting after the word was removed from the document", () => {
+    const index = new SubstringIndex<string>()
+    index.upsert("doc", ["the keyword here"])
+    expect(index.search("keyword")).toEqual(["doc"])
+    index.upsert("doc", ["the keywor here"])
+    expect(index.search("keyword")).toEqual([])
+    expect(index.search("keywor")).toEqual(["doc"])
+  })
+
+  it("rebuilds itself once stale postings outnumber live ones, keeping answers and order", () => {
+    const index = new SubstringIndex<number>({ stalePostingsBeforeRebuildMin: 10, deadSlotsBeforeRebuildMin: 2 })
+    for (let key = 0; key < 20; key++) index.upsert(key, [`entity ${key}`, "shared observation"])
+    for (let key = 0; key < 15; key++) index.remove(key)
+    const stats = index.stats()
+    expect(stats.rebuilds).toBeGreaterThan(0)
+    expect(stats.slots).toBeLessThan(20)
+    expect(index.search("shared")).toEqual([15, 16, 17, 18, 19])
+    expect(index.search("entity 1")).toEqual([15, 16, 17, 18, 19])
+  })
+
+  it("agrees with a linear scan on a benchmark-style corpus, where intersection and word proofs kick in", () => {
+    // benchmarkSearchNodes throws when the index and the linear scan disagree on a verified query.
+    const result = benchmarkSearchNodes({ entities: 3000, queries: 400, verifiedQueries: 400, seed: 7 })
+    expect(result.index.documents).toBe(3000)
+    expect(result.meanMatches).toBeGreaterThan(0)
+  })
+})
