@@ -1,0 +1,252 @@
+/**
+ * The daemon's one HTTP server: MCP over Streamable HTTP (`/mcp`), legacy SSE (`GET /sse` +
+ * `POST /messages`) and WebSocket (`/ws`), plus `/ping` and the REST API.
+ *
+ * Owns the listening socket and the live MCP sessions (each in its own scope, closed when its
+ * transport closes or the server stops). It is thin: it checks who may talk (Host and Origin
+ * against DNS rebinding; the bearer token when bound beyond loopback), bounds every body and
+ * frame, and hands MCP messages to sessions and REST calls to `RestApi`. `/ping` answers before
+ * the search indexes are warm.
+ */
+import { randomUUID, timingSafeEqual } from "node:crypto"
+import { createServer, type IncomingMessage, type Server as NodeHttpServer, type ServerResponse } from "node:http"
+import type { AddressInfo } from "node:net"
+import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js"
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
+import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js"
+import { type Context, Effect, Exit, Scope } from "effect"
+import { WebSocketServer } from "ws"
+import { buildInfo } from "../cli/BuildInfo.ts"
+import { type SessionOptions, type SessionServices, startSession } from "../tools/McpSession.ts"
+import { handleRest } from "./RestApi.ts"
+import { frameBytesHardMax, WebSocketTransport } from "./WebSocketTransport.ts"
+
+/** Largest HTTP request body accepted. */
+export const httpBodyBytesMax = 16 * 1024 * 1024
+/** Most MCP sessions open at once over HTTP, SSE and WebSocket together. */
+export const sessionsMax = 1024
+
+/** How the server is set up. */
+export interface HttpServerConfig {
+  readonly host: string
+  readonly port: number
+  readonly dataDir: string
+  /** Required on every MCP/REST/WS request when set (it is, whenever `host` is not loopback). */
+  readonly token?: string
+  readonly tools: SessionOptions["tools"]
+}
+
+/** A running server. */
+export interface RunningHttpServer {
+  readonly port: number
+  readonly sessions: () => number
+  readonly close: () => Promise<void>
+}
+
+const loopbackHosts = new Set(["127.0.0.1", "localhost", "::1", "[::1]"])
+
+/** True for an address that only this machine can reach. */
+export const isLoopback = (host: string): boolean => loopbackHosts.has(host) || host.startsWith("127.")
+
+const hostnameOf = (hostHeader: string): string => {
+  if (hostHeader.startsWith("[")) return hostHeader.slice(0, hostHeader.indexOf("]") + 1)
+  const colon = hostHeader.lastIndexOf(":")
+  return colon === -1 ? hostHeader : hostHeader.slice(0, colon)
+}
+
+const sendJson = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
+  const text = JSON.stringify(body)
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...headers })
+  res.end(text)
+}
+
+/** Reads a JSON body up to `httpBodyBytesMax`; answers 413/400 itself and returns undefined. */
+const readJsonBody = (req: IncomingMessage, res: ServerResponse): Promise<{ value: unknown } | undefined> =>
+  new Promise((resolve) => {
+    const declared = Number(req.headers["content-length"] ?? 0)
+    if (declared > httpBodyBytesMax) {
+      sendJson(res, 413, { error: `request body of ${declared} bytes exceeds the limit of ${httpBodyBytesMax} bytes` })
+      req.resume()
+      return resolve(undefined)
+    }
+    const chunks: Array<Buffer> = []
+    let size = 0
+    let aborted = false
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length
+      if (size > httpBodyBytesMax && !aborted) {
+        aborted = true
+        sendJson(res, 413, { error: `request body exceeds the limit of ${httpBodyBytesMax} bytes` })
+        resolve(undefined)
+      }
+      if (!aborted) chunks.push(chunk)
+    })
+    req.on("end", () => {
+      if (aborted) return
+      try {
+        resolve({ value: chunks.length === 0 ? undefined : JSON.parse(Buffer.concat(chunks).toString("utf8")) })
+      } catch (error) {
+        sendJson(res, 400, { jsonrpc: "2.0", id: null, error: { code: -32700, message: `body is not JSON: ${error instanceof Error ? error.message : String(error)}` } })
+        resolve(undefined)
+      }
+    })
+    req.on("error", () => resolve(undefined))
+  })
+
+/** Starts the server; it stops when the scope closes (closing every session). */
+export const startHttpServer = (config: HttpServerConfig): Effect.Effect<RunningHttpServer, Error, SessionServices | Scope.Scope> =>
+  Effect.gen(function* () {
+    const context: Context.Context<SessionServices> = yield* Effect.context<SessionServices>()
+    const sessionScopes = new Set<Scope.Closeable>()
+    const streamable = new Map<string, StreamableHTTPServerTransport>()
+    const sse = new Map<string, SSEServerTransport>()
+
+    /** Runs an MCP session on `transport` until it closes. */
+    const host = (transport: Transport, name: string): Promise<boolean> => {
+      if (sessionScopes.size >= sessionsMax) return Promise.resolve(false)
+      const scope = Scope.makeUnsafe()
+      sessionScopes.add(scope)
+      const closeScope = () => {
+        if (!sessionScopes.delete(scope)) return
+        Effect.runFork(Scope.close(scope, Exit.void))
+      }
+      return Effect.runPromiseWith(context)(startSession(transport, { tools: config.tools, transport: name }).pipe(Scope.provide(scope))).then(
+        (server) => {
+          const previous = server.onclose
+          server.onclose = () => {
+            previous?.()
+            closeScope()
+          }
+          return true
+        },
+        () => {
+          closeScope()
+          return false
+        }
+      )
+    }
+
+    const allowedHost = (req: IncomingMessage): boolean => {
+      const header = req.headers.host
+      if (header === undefined) return false
+      const hostname = hostnameOf(header)
+      return isLoopback(hostname) || hostname === config.host
+    }
+    const allowedOrigin = (req: IncomingMessage): boolean => {
+      const origin = req.headers.origin
+      if (origin === undefined) return true // not a browser
+      try {
+        const url = new URL(origin)
+        return (isLoopback(url.hostname) || url.hostname === config.host) && Number(url.port || 80) === port()
+      } catch {
+        return false
+      }
+    }
+    const authorized = (req: IncomingMessage): boolean => {
+      if (config.token === undefined) return true
+      const header = req.headers.authorization ?? ""
+      const given = Buffer.from(header.startsWith("Bearer ") ? header.slice(7) : "")
+      const expected = Buffer.from(config.token)
+      return given.length === expected.length && timingSafeEqual(given, expected)
+    }
+    /** Refuses the request (and says why) unless it may proceed. */
+    const admit = (req: IncomingMessage, res: ServerResponse, needsToken: boolean): boolean => {
+      if (!allowedHost(req)) return void sendJson(res, 403, { error: "Host header not allowed (DNS rebinding protection)" }), false
+      if (!allowedOrigin(req)) return void sendJson(res, 403, { error: "Origin not allowed" }), false
+      if (needsToken && !authorized(req)) {
+        return void sendJson(res, 401, { error: "a bearer token is required (see the token file in the data directory)" }, { "www-authenticate": "Bearer" }), false
+      }
+      return true
+    }
+
+    const handleMcp = async (req: IncomingMessage, res: ServerResponse) => {
+      const sessionId = req.headers["mcp-session-id"]
+      const existing = typeof sessionId === "string" ? streamable.get(sessionId) : undefined
+      if (req.method === "POST") {
+        const body = await readJsonBody(req, res)
+        if (body === undefined) return
+        if (existing !== undefined) return existing.handleRequest(req, res, body.value)
+        if (sessionId === undefined && isInitializeRequest(body.value)) {
+          const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+            sessionIdGenerator: () => randomUUID(),
+            onsessioninitialized: (id) => void streamable.set(id, transport),
+            onsessionclosed: (id) => void streamable.delete(id)
+          })
+          transport.onclose = () => {
+            if (transport.sessionId !== undefined) streamable.delete(transport.sessionId)
+          }
+          if (!(await host(transport, "streamable-http"))) return sendJson(res, 503, { error: "too many sessions" })
+          return transport.handleRequest(req, res, body.value)
+        }
+        return sendJson(res, 400, { jsonrpc: "2.0", id: null, error: { code: -32000, message: "Bad Request: no valid session ID (send initialize first)" } })
+      }
+      if (existing !== undefined) return existing.handleRequest(req, res)
+      return sendJson(res, 400, { jsonrpc: "2.0", id: null, error: { code: -32000, message: "Bad Request: unknown or missing Mcp-Session-Id" } })
+    }
+
+    const handleSse = async (req: IncomingMessage, res: ServerResponse, url: URL) => {
+      if (req.method === "GET" && url.pathname === "/sse") {
+        const transport = new SSEServerTransport("/messages", res)
+        sse.set(transport.sessionId, transport)
+        transport.onclose = () => void sse.delete(transport.sessionId)
+        if (!(await host(transport, "sse"))) sse.delete(transport.sessionId)
+        return
+      }
+      const transport = sse.get(url.searchParams.get("sessionId") ?? "")
+      if (transport === undefined) return sendJson(res, 404, { error: "unknown SSE session" })
+      const body = await readJsonBody(req, res)
+      if (body === undefined) return
+      return transport.handlePostMessage(req, res, body.value)
+    }
+
+    const server: NodeHttpServer = createServer((req, res) => {
+      const url = new URL(req.url ?? "/", "http://localhost")
+      const route = url.pathname
+      const needsToken = route !== "/ping"
+      if (!admit(req, res, needsToken)) return
+      const done = (promise: Promise<unknown> | void) =>
+        void Promise.resolve(promise).catch((error: unknown) => {
+          if (!res.headersSent) sendJson(res, 500, { error: error instanceof Error ? error.message : String(error) })
+        })
+      if (route === "/ping") return sendJson(res, 200, { status: "ok", service: "mnemos", version: buildInfo().version, dataDir: config.dataDir, pid: process.pid })
+      if (route === "/mcp") return done(handleMcp(req, res))
+      if (route === "/sse" || route === "/messages") return done(handleSse(req, res, url))
+      return done(handleRest(req, res, url, { context, readJsonBody, sendJson }))
+    })
+    server.requestTimeout = 0 // SSE and the Streamable HTTP GET stream stay open
+
+    const wss = new WebSocketServer({ noServer: true, maxPayload: frameBytesHardMax })
+    server.on("upgrade", (req, socket, head) => {
+      const url = new URL(req.url ?? "/", "http://localhost")
+      const refuse = (status: number, message: string) => {
+        socket.end(`HTTP/1.1 ${status} ${message}\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n${message}\n`)
+      }
+      if (url.pathname !== "/ws") return refuse(404, "Not Found")
+      if (!allowedHost(req)) return refuse(403, "Host header not allowed")
+      if (!allowedOrigin(req)) return refuse(403, "Origin not allowed")
+      if (!authorized(req) && url.searchParams.get("token") !== config.token) return refuse(401, "Unauthorized")
+      wss.handleUpgrade(req, socket, head, (ws) => {
+        const transport = new WebSocketTransport(ws)
+        void host(transport, "ws").then((ok) => {
+          if (!ok) ws.close(1013, "too many sessions")
+        })
+      })
+    })
+
+    yield* Effect.callback<void, Error>((resume) => {
+      server.once("error", (error) => resume(Effect.fail(error)))
+      server.listen(config.port, config.host, () => resume(Effect.void))
+    })
+    const port = () => (server.address() as AddressInfo).port
+
+    const close = async () => {
+      for (const client of wss.clients) client.terminate()
+      await Promise.all([...sessionScopes].map((scope) => Effect.runPromise(Scope.close(scope, Exit.void))))
+      sessionScopes.clear()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+      server.closeAllConnections()
+    }
+    yield* Effect.addFinalizer(() => Effect.promise(close))
+    return { port: port(), sessions: () => sessionScopes.size, close } satisfies RunningHttpServer
+  })
