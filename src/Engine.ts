@@ -33,7 +33,7 @@ export const layer = (config: EngineConfig) => {
   const router = Router.layer({
     dataDir: config.dataDir,
     stores: config.stores ?? domainStores,
-    ...(config.storeOptions !== undefined ? { storeOptions: config.storeOptions } : {})
+    ...(config.storeOptions !== undefined ? { storeOptions: config.storeOptions } : {}),
   })
   const core = router.pipe(Layer.provideMerge(EventBus.layer), Layer.provide(layerNode), Layer.provide(lock))
   return GraphSearch.layer.pipe(Layer.provideMerge(core))

@@ -12,13 +12,13 @@ import { exportCommand, importCommand } from "./cli/TransferCommands.ts"
 
 const mnemos = Command.make("mnemos").pipe(
   Command.withDescription("mnemos — durable, fast memory for AI coding agents, over MCP"),
-  Command.withSubcommands([serveCommand, importCommand, exportCommand])
+  Command.withSubcommands([serveCommand, importCommand, exportCommand]),
 )
 
 runMain(
   mnemos.pipe(
     Command.run({ version: versionLine() }),
     Effect.provide(NodeServices.layer),
-    Effect.provideService(Logger.LogToStderr, true)
-  )
+    Effect.provideService(Logger.LogToStderr, true),
+  ),
 )

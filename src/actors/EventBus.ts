@@ -38,7 +38,7 @@ export const layer: Layer.Layer<EventBus> = Layer.effect(
     const pubsub = yield* PubSub.sliding<CommittedEvent>(eventBusCapacity)
     return EventBus.of({
       publishAll: (events) => (events.length === 0 ? Effect.void : Effect.asVoid(PubSub.publishAll(pubsub, events))),
-      subscribe: PubSub.subscribe(pubsub)
+      subscribe: PubSub.subscribe(pubsub),
     })
-  })
+  }),
 )

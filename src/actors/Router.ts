@@ -9,14 +9,20 @@
  */
 import { Context, Effect, Layer, Schema, type Scope } from "effect"
 import { EventBus } from "./EventBus.ts"
-import { defaultStoreOptions, makeStore, type Store, type StoreHealth, type StoreOptions } from "../stores/StoreActor.ts"
+import {
+  defaultStoreOptions,
+  makeStore,
+  type Store,
+  type StoreHealth,
+  type StoreOptions,
+} from "../stores/StoreActor.ts"
 import type { AnyStoreDefinition, StoreDefinition } from "../stores/StoreDefinition.ts"
 import { WalFs } from "../stores/WalFs.ts"
 
 /** A command the router could not deliver: unknown store, or arguments that do not decode. */
 export class RouterError extends Schema.TaggedError<RouterError>()("RouterError", {
   reason: Schema.Literals(["UnknownStore", "InvalidCommand"]),
-  message: Schema.String
+  message: Schema.String,
 }) {}
 
 /** Routes commands and reads to stores. */
@@ -24,7 +30,7 @@ export class Router extends Context.Service<
   Router,
   {
     readonly store: <Command, Event, Reply, Failure>(
-      definition: StoreDefinition<Command, Event, Reply, Failure>
+      definition: StoreDefinition<Command, Event, Reply, Failure>,
     ) => Store<Command, Reply, Failure>
     readonly dispatch: (storeName: string, command: unknown) => Effect.Effect<unknown, unknown>
     readonly health: () => ReadonlyArray<StoreHealth>
@@ -39,37 +45,42 @@ export interface RouterConfig {
 }
 
 /** Starts every store; they stop, draining their mailboxes, when the scope closes. */
-export const makeRouter = (config: RouterConfig): Effect.Effect<Router["Service"], never, WalFs | EventBus | Scope.Scope> =>
+export const makeRouter = (
+  config: RouterConfig,
+): Effect.Effect<Router["Service"], never, WalFs | EventBus | Scope.Scope> =>
   Effect.gen(function* () {
     // biome-ignore lint/suspicious/noExplicitAny: the registry erases each store's own types
     const stores = new Map<string, { definition: AnyStoreDefinition; store: Store<any, any, any> }>()
     for (const definition of config.stores) {
-      if (stores.has(definition.name)) return yield* Effect.die(new Error(`store "${definition.name}" registered twice`))
+      if (stores.has(definition.name))
+        return yield* Effect.die(new Error(`store "${definition.name}" registered twice`))
       const store = yield* makeStore(definition, {
         ...defaultStoreOptions,
         ...config.storeOptions,
-        dir: `${config.dataDir}/stores/${definition.name}`
+        dir: `${config.dataDir}/stores/${definition.name}`,
       })
       stores.set(definition.name, { definition, store })
     }
     return Router.of({
       store: <Command, Event, Reply, Failure>(definition: StoreDefinition<Command, Event, Reply, Failure>) => {
         const entry = stores.get(definition.name)
-        if (entry === undefined || entry.definition !== definition) throw new Error(`store "${definition.name}" is not registered`)
+        if (entry === undefined || entry.definition !== definition)
+          throw new Error(`store "${definition.name}" is not registered`)
         return entry.store as Store<Command, Reply, Failure>
       },
       dispatch: (storeName, command) => {
         const entry = stores.get(storeName)
-        if (entry === undefined) return Effect.fail(new RouterError({ reason: "UnknownStore", message: `no store named "${storeName}"` }))
+        if (entry === undefined)
+          return Effect.fail(new RouterError({ reason: "UnknownStore", message: `no store named "${storeName}"` }))
         return Schema.decodeUnknownEffect(entry.definition.commandSchema)(command).pipe(
           Effect.mapError((issue) => new RouterError({ reason: "InvalidCommand", message: String(issue) })),
-          Effect.flatMap((decoded) => entry.store.send(decoded))
+          Effect.flatMap((decoded) => entry.store.send(decoded)),
         )
       },
-      health: () => [...stores.values()].map(({ store }) => store.health())
+      health: () => [...stores.values()].map(({ store }) => store.health()),
     })
   })
 
 /** The router as a layer over the real disk. */
-export const layer = (config: RouterConfig): Layer.Layer<Router, never, WalFs | EventBus> => Layer.effect(Router, makeRouter(config))
-
+export const layer = (config: RouterConfig): Layer.Layer<Router, never, WalFs | EventBus> =>
+  Layer.effect(Router, makeRouter(config))

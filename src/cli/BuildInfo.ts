@@ -13,13 +13,16 @@ export interface BuildInfo {
   readonly builtAt: string
 }
 
-const readJson = (relative: string): unknown => JSON.parse(readFileSync(fileURLToPath(new URL(relative, import.meta.url)), "utf8"))
+const readJson = (relative: string): unknown =>
+  JSON.parse(readFileSync(fileURLToPath(new URL(relative, import.meta.url)), "utf8"))
 
 const fromSource = (): BuildInfo => {
   const { version } = readJson("../../package.json") as { version: string }
   let gitCommit = "unknown"
   try {
-    gitCommit = execFileSync("git", ["rev-parse", "--short=12", "HEAD"], { stdio: ["ignore", "pipe", "ignore"] }).toString().trim()
+    gitCommit = execFileSync("git", ["rev-parse", "--short=12", "HEAD"], { stdio: ["ignore", "pipe", "ignore"] })
+      .toString()
+      .trim()
   } catch {
     // not a git checkout
   }

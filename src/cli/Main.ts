@@ -19,7 +19,11 @@ export const shutdownSignal: Effect.Effect<string> = Effect.callback<string>((re
 })
 
 const messageOf = (error: unknown): string | undefined =>
-  typeof error === "object" && error !== null && "_tag" in error && "message" in error && typeof error.message === "string"
+  typeof error === "object" &&
+  error !== null &&
+  "_tag" in error &&
+  "message" in error &&
+  typeof error.message === "string"
     ? error.message
     : undefined
 

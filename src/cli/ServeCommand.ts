@@ -24,15 +24,22 @@ import { shutdownSignal } from "./Main.ts"
 
 /** `--data-dir`, shared by every command that opens a data directory. */
 export const dataDirFlag = Flag.String("data-dir").pipe(
-  Flag.withDescription("Data directory (default: $MNEMOS_DATA_DIR, else $XDG_DATA_HOME/mnemos, else ~/.local/share/mnemos)"),
-  Flag.optional
+  Flag.withDescription(
+    "Data directory (default: $MNEMOS_DATA_DIR, else $XDG_DATA_HOME/mnemos, else ~/.local/share/mnemos)",
+  ),
+  Flag.optional,
 )
 /** `--port` of the daemon. */
-export const portFlag = Flag.Int("port").pipe(Flag.withDescription(`HTTP port of the daemon (default ${defaultPort})`), Flag.withDefault(defaultPort))
+export const portFlag = Flag.Int("port").pipe(
+  Flag.withDescription(`HTTP port of the daemon (default ${defaultPort})`),
+  Flag.withDefault(defaultPort),
+)
 /** `--host` of the daemon. */
 export const hostFlag = Flag.String("host").pipe(
-  Flag.withDescription(`Address to listen on (default ${defaultHost}); anything but loopback requires the bearer token`),
-  Flag.withDefault(defaultHost)
+  Flag.withDescription(
+    `Address to listen on (default ${defaultHost}); anything but loopback requires the bearer token`,
+  ),
+  Flag.withDefault(defaultHost),
 )
 
 /** The daemon could not start. */
@@ -41,30 +48,49 @@ export class ServeFailed extends Schema.TaggedError<ServeFailed>()("ServeFailed"
 /** The MCP client configuration that reaches this data directory through the stdio shim. */
 export const clientConfig = (dataDir: string): string =>
   JSON.stringify(
-    { mcpServers: { mnemos: { command: process.execPath, args: [...process.execArgv, resolve(process.argv[1] ?? "mnemos"), "mcp", "--data-dir", dataDir] } } },
+    {
+      mcpServers: {
+        mnemos: {
+          command: process.execPath,
+          args: [...process.execArgv, resolve(process.argv[1] ?? "mnemos"), "mcp", "--data-dir", dataDir],
+        },
+      },
+    },
     null,
-    2
+    2,
   )
 
 const runDaemon = (dataDir: string, host: string, port: number) =>
   Effect.gen(function* () {
     const token = isLoopback(host) ? undefined : ensureToken(dataDir)
-    const server = yield* startHttpServer({ host, port, dataDir, tools: catalogue, ...(token !== undefined ? { token } : {}) }).pipe(
+    const server = yield* startHttpServer({
+      host,
+      port,
+      dataDir,
+      tools: catalogue,
+      ...(token !== undefined ? { token } : {}),
+    }).pipe(
       Effect.catch((error) =>
         Effect.gen(function* () {
-          if ((error as NodeJS.ErrnoException).code !== "EADDRINUSE") return yield* new ServeFailed({ message: `cannot listen on ${host}:${port}: ${error.message}` })
+          if ((error as NodeJS.ErrnoException).code !== "EADDRINUSE")
+            return yield* new ServeFailed({ message: `cannot listen on ${host}:${port}: ${error.message}` })
           const other = yield* Effect.promise(() => ping(host, port))
-          const holder = other === undefined ? "another program" : `the mnemos daemon of ${other.dataDir} (pid ${other.pid})`
-          return yield* new ServeFailed({ message: `port ${port} on ${host} is in use by ${holder}; choose another with --port` })
-        })
-      )
+          const holder =
+            other === undefined ? "another program" : `the mnemos daemon of ${other.dataDir} (pid ${other.pid})`
+          return yield* new ServeFailed({
+            message: `port ${port} on ${host} is in use by ${holder}; choose another with --port`,
+          })
+        }),
+      ),
     )
     writeDaemonInfo(dataDir, { pid: process.pid, host, port: server.port, startedAt: new Date().toISOString() })
     yield* Effect.addFinalizer(() => Effect.sync(() => removeDaemonInfo(dataDir)))
     const base = `http://${host.includes(":") ? `[${host}]` : host}:${server.port}`
     yield* Console.log(`mnemos daemon listening on ${base}`)
     yield* Console.log(`  dashboard:        ${base}/`)
-    yield* Console.log(`  MCP (HTTP):       ${base}/mcp   (SSE: ${base}/sse, WebSocket: ${base.replace("http", "ws")}/ws)`)
+    yield* Console.log(
+      `  MCP (HTTP):       ${base}/mcp   (SSE: ${base}/sse, WebSocket: ${base.replace("http", "ws")}/ws)`,
+    )
     if (token !== undefined) yield* Console.log(`  bearer token:     in ${dataDir}/token (required on every request)`)
     yield* Console.log(`MCP client configuration (stdio, through the daemon):\n${clientConfig(dataDir)}`)
     return yield* shutdownSignal
@@ -74,9 +100,12 @@ export const serveCommand = Command.make(
   "serve",
   {
     dataDir: dataDirFlag,
-    stdio: Flag.Boolean("stdio").pipe(Flag.withDescription("Speak MCP on stdin/stdout in this process (embedded mode)"), Flag.withDefault(false)),
+    stdio: Flag.Boolean("stdio").pipe(
+      Flag.withDescription("Speak MCP on stdin/stdout in this process (embedded mode)"),
+      Flag.withDefault(false),
+    ),
     port: portFlag,
-    host: hostFlag
+    host: hostFlag,
   },
   Effect.fn(function* ({ dataDir, stdio, port, host }) {
     const location = resolveDataDir(Option.getOrUndefined(dataDir))
@@ -87,7 +116,10 @@ export const serveCommand = Command.make(
         return
       }
     }
-    const engine = Engine.layer({ dataDir: location.path, command: stdio ? "mnemos serve --stdio" : `mnemos serve --port ${port}` })
+    const engine = Engine.layer({
+      dataDir: location.path,
+      command: stdio ? "mnemos serve --stdio" : `mnemos serve --port ${port}`,
+    })
     yield* Effect.gen(function* () {
       yield* Console.error(`mnemos ${versionLine()}`)
       yield* Console.error(`data directory: ${location.path} (from ${location.source})`)
@@ -96,5 +128,5 @@ export const serveCommand = Command.make(
         : yield* runDaemon(location.path, host, port)
       yield* Console.error(`${reason}: shutting down (finishing in-flight writes, flushing)`)
     }).pipe(Effect.scoped, Effect.provide(Layer.fresh(engine)))
-  })
+  }),
 ).pipe(Command.withDescription("Run the memory engine on a data directory until interrupted (daemon, or --stdio)"))

@@ -18,7 +18,7 @@ export const importChunkItems = 500
 
 /** The import refused the graph; nothing was written. */
 export class GraphImportInvalid extends Schema.TaggedError<GraphImportInvalid>()("GraphImportInvalid", {
-  message: Schema.String
+  message: Schema.String,
 }) {}
 
 /** What an import did. */
@@ -35,12 +35,17 @@ const validate = (graph: KnowledgeGraph): GraphImportInvalid | undefined => {
   const decodeRelation = Schema.decodeUnknownResult(BoundedRelation)
   for (const [index, entity] of graph.entities.entries()) {
     const decoded = decodeEntity(entity)
-    if (Result.isFailure(decoded)) return new GraphImportInvalid({ message: `entity ${index + 1} (${JSON.stringify(entity.name.slice(0, 80))}): ${decoded.failure.message}` })
-    if (!isStorableName(entity.name)) return new GraphImportInvalid({ message: `entity ${index + 1}: names may not contain U+0000` })
+    if (Result.isFailure(decoded))
+      return new GraphImportInvalid({
+        message: `entity ${index + 1} (${JSON.stringify(entity.name.slice(0, 80))}): ${decoded.failure.message}`,
+      })
+    if (!isStorableName(entity.name))
+      return new GraphImportInvalid({ message: `entity ${index + 1}: names may not contain U+0000` })
   }
   for (const [index, relation] of graph.relations.entries()) {
     const decoded = decodeRelation(relation)
-    if (Result.isFailure(decoded)) return new GraphImportInvalid({ message: `relation ${index + 1}: ${decoded.failure.message}` })
+    if (Result.isFailure(decoded))
+      return new GraphImportInvalid({ message: `relation ${index + 1}: ${decoded.failure.message}` })
     if (![relation.from, relation.to, relation.relationType].every(isStorableName)) {
       return new GraphImportInvalid({ message: `relation ${index + 1}: names and types may not contain U+0000` })
     }
@@ -50,7 +55,8 @@ const validate = (graph: KnowledgeGraph): GraphImportInvalid | undefined => {
 
 const chunks = <A>(items: ReadonlyArray<A>): Array<ReadonlyArray<A>> => {
   const out: Array<ReadonlyArray<A>> = []
-  for (let start = 0; start < items.length; start += importChunkItems) out.push(items.slice(start, start + importChunkItems))
+  for (let start = 0; start < items.length; start += importChunkItems)
+    out.push(items.slice(start, start + importChunkItems))
   return out
 }
 
@@ -75,7 +81,7 @@ export const importGraph = (graph: KnowledgeGraph, project: string) =>
       entitiesCreated,
       entitiesSkipped: graph.entities.length - entitiesCreated,
       relationsCreated,
-      relationsSkipped: graph.relations.length - relationsCreated
+      relationsSkipped: graph.relations.length - relationsCreated,
     } satisfies GraphImportReport
   })
 

@@ -48,7 +48,7 @@ export const utf8ByteLength = (text: string): number => Buffer.byteLength(text, 
 /** A Schema check: the string is at most `maxBytes` UTF-8 bytes long. */
 export const isMaxUtf8Bytes = (maxBytes: number) =>
   Schema.makeFilter<string>((text) =>
-    utf8ByteLength(text) <= maxBytes ? undefined : `expected at most ${maxBytes} UTF-8 bytes`
+    utf8ByteLength(text) <= maxBytes ? undefined : `expected at most ${maxBytes} UTF-8 bytes`,
   )
 
 // ---------------------------------------------------------------------------------------------
@@ -59,7 +59,7 @@ export const isMaxUtf8Bytes = (maxBytes: number) =>
 export const Entity = Schema.Struct({
   name: Schema.String,
   entityType: Schema.String,
-  observations: Schema.Array(Schema.String)
+  observations: Schema.Array(Schema.String),
 })
 export type Entity = typeof Entity.Type
 
@@ -67,35 +67,35 @@ export type Entity = typeof Entity.Type
 export const Relation = Schema.Struct({
   from: Schema.String,
   to: Schema.String,
-  relationType: Schema.String
+  relationType: Schema.String,
 })
 export type Relation = typeof Relation.Type
 
 /** The whole graph, or a subgraph returned by read_graph, search_nodes and open_nodes. */
 export const KnowledgeGraph = Schema.Struct({
   entities: Schema.Array(Entity),
-  relations: Schema.Array(Relation)
+  relations: Schema.Array(Relation),
 })
 export type KnowledgeGraph = typeof KnowledgeGraph.Type
 
 /** One item of add_observations input. */
 export const ObservationAddition = Schema.Struct({
   entityName: Schema.String,
-  contents: Schema.Array(Schema.String)
+  contents: Schema.Array(Schema.String),
 })
 export type ObservationAddition = typeof ObservationAddition.Type
 
 /** One item of add_observations output: only the observations that were new. */
 export const AddedObservations = Schema.Struct({
   entityName: Schema.String,
-  addedObservations: Schema.Array(Schema.String)
+  addedObservations: Schema.Array(Schema.String),
 })
 export type AddedObservations = typeof AddedObservations.Type
 
 /** One item of delete_observations input. */
 export const ObservationDeletion = Schema.Struct({
   entityName: Schema.String,
-  observations: Schema.Array(Schema.String)
+  observations: Schema.Array(Schema.String),
 })
 export type ObservationDeletion = typeof ObservationDeletion.Type
 
@@ -123,20 +123,20 @@ export const SearchQuery = Schema.String.check(isMaxUtf8Bytes(searchQueryBytesMa
 export const BoundedEntity = Schema.Struct({
   name: EntityName,
   entityType: EntityType,
-  observations: Schema.Array(ObservationText).check(Schema.isMaxLength(observationsPerEntityMax))
+  observations: Schema.Array(ObservationText).check(Schema.isMaxLength(observationsPerEntityMax)),
 })
 
 /** `Relation` with every field inside mnemos's limits. */
 export const BoundedRelation = Schema.Struct({
   from: EntityName,
   to: EntityName,
-  relationType: RelationType
+  relationType: RelationType,
 })
 
 /** `ObservationAddition` with every field inside mnemos's limits. */
 export const BoundedObservationAddition = Schema.Struct({
   entityName: EntityName,
-  contents: Schema.Array(ObservationText).check(Schema.isMaxLength(observationsPerEntityMax))
+  contents: Schema.Array(ObservationText).check(Schema.isMaxLength(observationsPerEntityMax)),
 })
 
 // ---------------------------------------------------------------------------------------------
@@ -150,7 +150,7 @@ export type EpochMillis = typeof EpochMillis.Type
 /** An observation as mnemos stores it: its text and when it was added. */
 export const StoredObservation = Schema.Struct({
   text: Schema.String,
-  createdAt: EpochMillis
+  createdAt: EpochMillis,
 })
 export type StoredObservation = typeof StoredObservation.Type
 
@@ -161,7 +161,7 @@ export const StoredEntity = Schema.Struct({
   entityType: Schema.String,
   observations: Schema.Array(StoredObservation),
   createdAt: EpochMillis,
-  updatedAt: EpochMillis
+  updatedAt: EpochMillis,
 })
 export type StoredEntity = typeof StoredEntity.Type
 
@@ -171,7 +171,7 @@ export const StoredRelation = Schema.Struct({
   from: Schema.String,
   to: Schema.String,
   relationType: Schema.String,
-  createdAt: EpochMillis
+  createdAt: EpochMillis,
 })
 export type StoredRelation = typeof StoredRelation.Type
 
@@ -179,14 +179,14 @@ export type StoredRelation = typeof StoredRelation.Type
 export const toOfficialEntity = (stored: StoredEntity): Entity => ({
   name: stored.name,
   entityType: stored.entityType,
-  observations: stored.observations.map((observation) => observation.text)
+  observations: stored.observations.map((observation) => observation.text),
 })
 
 /** The official view of a stored relation, fields in the official order. */
 export const toOfficialRelation = (stored: StoredRelation): Relation => ({
   from: stored.from,
   to: stored.to,
-  relationType: stored.relationType
+  relationType: stored.relationType,
 })
 
 /** A stored entity made from an official one; every observation gets `now` as creation time. */
@@ -196,7 +196,7 @@ export const toStoredEntity = (entity: Entity, project: string, now: EpochMillis
   entityType: entity.entityType,
   observations: entity.observations.map((text) => ({ text, createdAt: now })),
   createdAt: now,
-  updatedAt: now
+  updatedAt: now,
 })
 
 /** A stored relation made from an official one. */
@@ -205,7 +205,7 @@ export const toStoredRelation = (relation: Relation, project: string, now: Epoch
   from: relation.from,
   to: relation.to,
   relationType: relation.relationType,
-  createdAt: now
+  createdAt: now,
 })
 
 /** The key under which two relations are the same relation (official: all three fields equal). */

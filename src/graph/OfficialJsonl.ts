@@ -27,7 +27,7 @@ export class MalformedJsonlLine extends Schema.TaggedError<MalformedJsonlLine>()
   line: Schema.Int,
   message: Schema.String,
   /** The start of the offending line, for the error report. */
-  excerpt: Schema.String
+  excerpt: Schema.String,
 }) {}
 
 /** What reading a memory.jsonl yields. */
@@ -44,14 +44,14 @@ const EntityLine = Schema.Struct({
   type: Schema.Literal("entity"),
   name: Schema.String,
   entityType: Schema.String,
-  observations: Schema.Array(Schema.String)
+  observations: Schema.Array(Schema.String),
 })
 
 const RelationLine = Schema.Struct({
   type: Schema.Literal("relation"),
   from: Schema.String,
   to: Schema.String,
-  relationType: Schema.String
+  relationType: Schema.String,
 })
 
 const decodeEntityLine = Schema.decodeUnknownResult(EntityLine)
@@ -107,7 +107,7 @@ export const entityLine = (entity: Entity): string =>
     type: "entity",
     name: entity.name,
     entityType: entity.entityType,
-    observations: entity.observations
+    observations: entity.observations,
   })
 
 /** One relation as the official server writes it. */

@@ -48,14 +48,14 @@ import type {
   KnowledgeGraph,
   ObservationAddition,
   ObservationDeletion,
-  Relation
+  Relation,
 } from "./Model.ts"
 import { relationKey } from "./Model.ts"
 
 /** add_observations named an entity that does not exist; `message` is the official error text. */
 export class EntityNotFound extends Schema.TaggedError<EntityNotFound>()("EntityNotFound", {
   entityName: Schema.String,
-  message: Schema.String
+  message: Schema.String,
 }) {}
 
 /** The official error for a missing entity: "Entity with name X not found". */
@@ -71,13 +71,13 @@ export interface Changed<A> {
 const copyEntity = (entity: Entity): Entity => ({
   name: entity.name,
   entityType: entity.entityType,
-  observations: [...entity.observations]
+  observations: [...entity.observations],
 })
 
 const copyRelation = (relation: Relation): Relation => ({
   from: relation.from,
   to: relation.to,
-  relationType: relation.relationType
+  relationType: relation.relationType,
 })
 
 // ---------------------------------------------------------------------------------------------
@@ -87,13 +87,13 @@ const copyRelation = (relation: Relation): Relation => ({
 /** The input entities create_entities creates, given which names already exist before the call. */
 export const selectNewEntities = (
   input: ReadonlyArray<Entity>,
-  nameExists: (name: string) => boolean
+  nameExists: (name: string) => boolean,
 ): ReadonlyArray<Entity> => input.filter((entity) => !nameExists(entity.name)).map(copyEntity)
 
 /** The input relations create_relations creates, given which relations exist before the call. */
 export const selectNewRelations = (
   input: ReadonlyArray<Relation>,
-  relationExists: (relation: Relation) => boolean
+  relationExists: (relation: Relation) => boolean,
 ): ReadonlyArray<Relation> => input.filter((relation) => !relationExists(relation)).map(copyRelation)
 
 /**
@@ -103,7 +103,7 @@ export const selectNewRelations = (
  */
 export const planAddObservations = (
   input: ReadonlyArray<ObservationAddition>,
-  observationsOf: (name: string) => ReadonlyArray<string> | undefined
+  observationsOf: (name: string) => ReadonlyArray<string> | undefined,
 ): Result.Result<ReadonlyArray<AddedObservations>, EntityNotFound> => {
   const addedSoFar = new Map<string, Array<string>>()
   const results: Array<AddedObservations> = []
@@ -123,7 +123,7 @@ export const planAddObservations = (
 /** The observations left after delete_observations removes every copy of each listed one. */
 export const remainingObservations = (
   observations: ReadonlyArray<string>,
-  toDelete: ReadonlyArray<string>
+  toDelete: ReadonlyArray<string>,
 ): ReadonlyArray<string> => {
   const doomed = new Set(toDelete)
   return observations.filter((observation) => !doomed.has(observation))
@@ -143,23 +143,23 @@ export const entityMatchesQuery = (entity: Entity, query: string): boolean => {
 export const entitySearchTexts = (entity: Entity): ReadonlyArray<string> => [
   entity.name,
   entity.entityType,
-  ...entity.observations
+  ...entity.observations,
 ]
 
 /** Relations with at least one endpoint in `names` (the official rule for search and open). */
 export const relationsTouching = (
   relations: ReadonlyArray<Relation>,
-  names: ReadonlySet<string>
+  names: ReadonlySet<string>,
 ): ReadonlyArray<Relation> =>
   relations.filter((relation) => names.has(relation.from) || names.has(relation.to)).map(copyRelation)
 
 /** The subgraph returned for a set of found entities: them, plus relations touching them. */
 export const subgraphAround = (
   entities: ReadonlyArray<Entity>,
-  relations: ReadonlyArray<Relation>
+  relations: ReadonlyArray<Relation>,
 ): KnowledgeGraph => ({
   entities: entities.map(copyEntity),
-  relations: relationsTouching(relations, new Set(entities.map((entity) => entity.name)))
+  relations: relationsTouching(relations, new Set(entities.map((entity) => entity.name))),
 })
 
 // ---------------------------------------------------------------------------------------------
@@ -172,20 +172,20 @@ export const createEntities = (graph: KnowledgeGraph, input: ReadonlyArray<Entit
   const created = selectNewEntities(input, (name) => existingNames.has(name))
   return {
     graph: { entities: [...graph.entities, ...created], relations: graph.relations },
-    result: created.map(copyEntity)
+    result: created.map(copyEntity),
   }
 }
 
 /** create_relations: returns the relations created. */
 export const createRelations = (
   graph: KnowledgeGraph,
-  input: ReadonlyArray<Relation>
+  input: ReadonlyArray<Relation>,
 ): Changed<ReadonlyArray<Relation>> => {
   const existing = new Set(graph.relations.map(relationKey))
   const created = selectNewRelations(input, (relation) => existing.has(relationKey(relation)))
   return {
     graph: { entities: graph.entities, relations: [...graph.relations, ...created] },
-    result: created.map(copyRelation)
+    result: created.map(copyRelation),
   }
 }
 
@@ -200,7 +200,7 @@ const firstIndexByName = (entities: ReadonlyArray<Entity>): Map<string, number> 
 /** add_observations: fails with `EntityNotFound` (graph unchanged) if any item's entity is missing. */
 export const addObservations = (
   graph: KnowledgeGraph,
-  input: ReadonlyArray<ObservationAddition>
+  input: ReadonlyArray<ObservationAddition>,
 ): Result.Result<Changed<ReadonlyArray<AddedObservations>>, EntityNotFound> => {
   const positions = firstIndexByName(graph.entities)
   const planned = planAddObservations(input, (name) => {
@@ -216,7 +216,7 @@ export const addObservations = (
     }
     return {
       graph: { entities, relations: graph.relations },
-      result: results.map((item) => ({ entityName: item.entityName, addedObservations: [...item.addedObservations] }))
+      result: results.map((item) => ({ entityName: item.entityName, addedObservations: [...item.addedObservations] })),
     }
   })
 }
@@ -226,14 +226,14 @@ export const deleteEntities = (graph: KnowledgeGraph, entityNames: ReadonlyArray
   const doomed = new Set(entityNames)
   return {
     entities: graph.entities.filter((entity) => !doomed.has(entity.name)),
-    relations: graph.relations.filter((relation) => !doomed.has(relation.from) && !doomed.has(relation.to))
+    relations: graph.relations.filter((relation) => !doomed.has(relation.from) && !doomed.has(relation.to)),
   }
 }
 
 /** delete_observations: unknown entities are ignored; only the first entity of a name changes. */
 export const deleteObservations = (
   graph: KnowledgeGraph,
-  deletions: ReadonlyArray<ObservationDeletion>
+  deletions: ReadonlyArray<ObservationDeletion>,
 ): KnowledgeGraph => {
   const positions = firstIndexByName(graph.entities)
   const entities = [...graph.entities]
@@ -243,7 +243,7 @@ export const deleteObservations = (
     const entity = entities[position]!
     entities[position] = {
       ...copyEntity(entity),
-      observations: [...remainingObservations(entity.observations, deletion.observations)]
+      observations: [...remainingObservations(entity.observations, deletion.observations)],
     }
   }
   return { entities, relations: graph.relations }
@@ -254,21 +254,21 @@ export const deleteRelations = (graph: KnowledgeGraph, relations: ReadonlyArray<
   const doomed = new Set(relations.map(relationKey))
   return {
     entities: graph.entities,
-    relations: graph.relations.filter((relation) => !doomed.has(relationKey(relation)))
+    relations: graph.relations.filter((relation) => !doomed.has(relationKey(relation))),
   }
 }
 
 /** read_graph: the whole graph, as fresh objects. */
 export const readGraph = (graph: KnowledgeGraph): KnowledgeGraph => ({
   entities: graph.entities.map(copyEntity),
-  relations: graph.relations.map(copyRelation)
+  relations: graph.relations.map(copyRelation),
 })
 
 /** search_nodes: matching entities in graph order, plus relations touching any of them. */
 export const searchNodes = (graph: KnowledgeGraph, query: string): KnowledgeGraph =>
   subgraphAround(
     graph.entities.filter((entity) => entityMatchesQuery(entity, query)),
-    graph.relations
+    graph.relations,
   )
 
 /** open_nodes: the named entities in graph order, plus relations touching any of them. */
@@ -276,6 +276,6 @@ export const openNodes = (graph: KnowledgeGraph, names: ReadonlyArray<string>): 
   const wanted = new Set(names)
   return subgraphAround(
     graph.entities.filter((entity) => wanted.has(entity.name)),
-    graph.relations
+    graph.relations,
   )
 }

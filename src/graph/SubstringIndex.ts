@@ -362,7 +362,7 @@ export class SubstringIndex<K> {
       postings: this.pool.entries,
       livePostings: this.livePostings,
       poolBytes: this.pool.bytes,
-      rebuilds: this.rebuildCount
+      rebuilds: this.rebuildCount,
     }
   }
 
@@ -412,7 +412,7 @@ export class SubstringIndex<K> {
   private post(
     slot: number,
     texts: ReadonlyArray<string>,
-    previous: ReadonlyArray<string>
+    previous: ReadonlyArray<string>,
   ): { readonly postings: number; readonly dropped: boolean } {
     const stamps = this.listStamps
     stamps.reserve(2)
@@ -447,7 +447,7 @@ export class SubstringIndex<K> {
         visit(this.unitList(unit))
         if (i + 1 < length) {
           visit(
-            this.trigramList(pairKey(unit, text.charCodeAt(i + 1)), i + 2 < length ? text.charCodeAt(i + 2) : textEnd)
+            this.trigramList(pairKey(unit, text.charCodeAt(i + 1)), i + 2 < length ? text.charCodeAt(i + 2) : textEnd),
           )
         }
       }
@@ -520,7 +520,7 @@ export class SubstringIndex<K> {
     return {
       kind: "superset",
       lists: [...lists].sort((a, b) => this.pool.length(a) - this.pool.length(b)).slice(0, trigramListsPerQueryMax),
-      word: this.wordLists.get(needle)
+      word: this.wordLists.get(needle),
     }
   }
 

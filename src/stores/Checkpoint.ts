@@ -19,7 +19,7 @@ import { Effect, Schema } from "effect"
 /** A failure of the LMDB environment itself (open, commit); the owning actor restarts on it. */
 export class CheckpointError extends Schema.TaggedError<CheckpointError>()("CheckpointError", {
   path: Schema.String,
-  message: Schema.String
+  message: Schema.String,
 }) {}
 
 /** One key/value pair of a store. Keys are strings; their UTF-8 order is the range order. */
@@ -79,8 +79,13 @@ export interface Checkpoint {
 const dataView = (data: Database<unknown, string>): StoreView => ({
   get: (key) => data.get(key),
   getRange: (range) =>
-    data.getRange({ start: range.start, end: range.end, limit: range.limit, reverse: range.reverse }) as Iterable<Entry>,
-  count: (range) => data.getKeysCount({ start: range.start, end: range.end })
+    data.getRange({
+      start: range.start,
+      end: range.end,
+      limit: range.limit,
+      reverse: range.reverse,
+    }) as Iterable<Entry>,
+  count: (range) => data.getKeysCount({ start: range.start, end: range.end }),
 })
 
 /** Opens (creating) the checkpoint environment at `path`. */
@@ -94,7 +99,7 @@ export const openCheckpoint = (path: string): Effect.Effect<Checkpoint, Checkpoi
       const writerIn = (): StoreWriter => ({
         ...view,
         put: (key, value) => void data.putSync(key, value),
-        remove: (key) => void data.removeSync(key)
+        remove: (key) => void data.removeSync(key),
       })
       const stamp = (appliedSeq: number, salt: number) => {
         meta.putSync(metaAppliedSeq, appliedSeq)
@@ -120,12 +125,17 @@ export const openCheckpoint = (path: string): Effect.Effect<Checkpoint, Checkpoi
           }),
         flushed: () => Promise.resolve(env.flushed).then(() => undefined),
         sizeBytes: () => {
-          const stat = env.getStats() as { treeBranchPageCount?: number; treeLeafPageCount?: number; overflowPages?: number; pageSize?: number }
+          const stat = env.getStats() as {
+            treeBranchPageCount?: number
+            treeLeafPageCount?: number
+            overflowPages?: number
+            pageSize?: number
+          }
           const pages = (stat.treeBranchPageCount ?? 0) + (stat.treeLeafPageCount ?? 0) + (stat.overflowPages ?? 0)
           return pages * (stat.pageSize ?? 4096)
         },
-        close: () => env.close()
+        close: () => env.close(),
       } satisfies Checkpoint
     },
-    catch: (cause) => new CheckpointError({ path, message: cause instanceof Error ? cause.message : String(cause) })
+    catch: (cause) => new CheckpointError({ path, message: cause instanceof Error ? cause.message : String(cause) }),
   })

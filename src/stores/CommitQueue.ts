@@ -26,7 +26,7 @@ export class CommitQueue {
     private readonly checkpoint: Checkpoint,
     private readonly view: PendingView,
     private readonly salt: number,
-    private readonly intervalMs: number
+    private readonly intervalMs: number,
   ) {}
 
   /** Makes a batch visible to readers and schedules its LMDB commit. */
@@ -78,7 +78,7 @@ export class CommitQueue {
         this.inFlight = undefined
         this.failure = failure
         this.wakeIdle()
-      }
+      },
     )
   }
 

@@ -46,7 +46,7 @@ export class DataDirError extends Schema.TaggedError<DataDirError>()("DataDirErr
   reason: Schema.Literals(["Locked", "Io"]),
   path: Schema.String,
   ownerPid: Schema.optional(Schema.Number),
-  message: Schema.String
+  message: Schema.String,
 }) {}
 
 export const lockFileName = "mnemos.lock"
@@ -130,19 +130,28 @@ const acquire = (dir: string, command: string): LockOwner => {
       current = undefined // a lock torn by a crash during its creation is stale
     }
     if (current !== undefined && current.pid === process.pid && current.host === owner.host) {
-      throw new DataDirError({ reason: "Locked", path: dir, ownerPid: current.pid, message: `${dir} is already open in this process` })
+      throw new DataDirError({
+        reason: "Locked",
+        path: dir,
+        ownerPid: current.pid,
+        message: `${dir} is already open in this process`,
+      })
     }
     if (current !== undefined && isOwnerAlive(current)) {
       throw new DataDirError({
         reason: "Locked",
         path: dir,
         ownerPid: current.pid,
-        message: `data directory ${dir} is in use by mnemos process ${current.pid} (${current.command}, since ${current.startedAt}); stop it or use another --data-dir`
+        message: `data directory ${dir} is in use by mnemos process ${current.pid} (${current.command}, since ${current.startedAt}); stop it or use another --data-dir`,
       })
     }
     removeStale(lockPath, text)
   }
-  throw new DataDirError({ reason: "Locked", path: dir, message: `could not take the lock of ${dir}: it keeps changing hands` })
+  throw new DataDirError({
+    reason: "Locked",
+    path: dir,
+    message: `could not take the lock of ${dir}: it keeps changing hands`,
+  })
 }
 
 /** Takes the data directory's lock for the life of the scope. */
@@ -153,10 +162,14 @@ export const lockDataDir = (dir: string, command: string): Effect.Effect<LockOwn
       catch: (error) =>
         error instanceof DataDirError
           ? error
-          : new DataDirError({ reason: "Io", path: dir, message: `cannot lock ${dir}: ${error instanceof Error ? error.message : String(error)}` })
+          : new DataDirError({
+              reason: "Io",
+              path: dir,
+              message: `cannot lock ${dir}: ${error instanceof Error ? error.message : String(error)}`,
+            }),
     }),
     (owner) =>
       Effect.sync(() => {
         if (readLockOwner(dir)?.pid === owner.pid) fs.rmSync(join(dir, lockFileName), { force: true })
-      })
+      }),
   )

@@ -69,5 +69,6 @@ export class PendingView implements StoreView {
     return limited.map((key) => ({ key, value: merged.get(key) }))
   }
 
-  count = (range: KeyRange): number => (this.pending.size === 0 ? this.base.count(range) : [...this.getRange(range)].length)
+  count = (range: KeyRange): number =>
+    this.pending.size === 0 ? this.base.count(range) : [...this.getRange(range)].length
 }

@@ -29,6 +29,14 @@ import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, Latch, Queue, Re
 import { EventBus, type CommittedEvent } from "../actors/EventBus.ts"
 import { type Checkpoint, openCheckpoint, type StoreView } from "./Checkpoint.ts"
 import { CommitQueue } from "./CommitQueue.ts"
+import {
+  expiredKeys,
+  type IdempotencyRecord,
+  idempotencyKeyLengthMax,
+  idempotencyRecordType,
+  idempotencyStateKey,
+  rememberedReply,
+} from "./Idempotency.ts"
 import { Overlay } from "./Overlay.ts"
 import { PendingView } from "./PendingView.ts"
 import type { StoreDefinition } from "./StoreDefinition.ts"
@@ -61,14 +69,14 @@ export const defaultStoreOptions: Omit<StoreOptions, "dir"> = {
   lmdbCommitIntervalMs: 5,
   restartBackoffMsBase: 50,
   restartBackoffMsMax: 30_000,
-  failFastAfterRestarts: 5
+  failFastAfterRestarts: 5,
 }
 
 /** Why a store could not serve a call (as opposed to a domain failure of the command itself). */
 export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", {
   store: Schema.String,
   reason: Schema.Literals(["WriteFailed", "Unavailable", "Corrupt", "ShuttingDown"]),
-  message: Schema.String
+  message: Schema.String,
 }) {}
 
 /** A snapshot of a store's condition, for health reports. */
@@ -87,15 +95,25 @@ export interface StoreHealth {
 /** A running store. */
 export interface Store<Command, Reply, Failure> {
   readonly name: string
-  /** Sends a command; resolves once its events are durable and applied. */
-  readonly send: (command: Command) => Effect.Effect<Reply, Failure | StoreError>
+  /**
+   * Sends a command; resolves once its events are durable and applied. With an idempotency key,
+   * a repeat of an already applied command is answered with the first reply and applied once.
+   */
+  readonly send: (command: Command, options?: SendOptions) => Effect.Effect<Reply, Failure | StoreError>
   /** Runs `query` against the committed state (an LMDB read transaction). */
   readonly read: <A>(query: (view: StoreView) => A) => Effect.Effect<A, StoreError>
   readonly health: () => StoreHealth
 }
 
+/** Options of one send. */
+export interface SendOptions {
+  /** Applied at most once per key (see Idempotency.ts); at most `idempotencyKeyLengthMax` long. */
+  readonly idempotencyKey?: string | undefined
+}
+
 interface Envelope<Command, Reply, Failure> {
   readonly command: Command
+  readonly idempotencyKey: string | undefined
   readonly reply: Deferred.Deferred<Reply, Failure | StoreError>
 }
 
@@ -118,7 +136,7 @@ const describeCause = (cause: Cause.Cause<unknown>): string => {
 /** Starts the supervised actor of `definition`; it stops (draining its mailbox) when the scope closes. */
 export const makeStore = <Command, Event, Reply, Failure>(
   definition: StoreDefinition<Command, Event, Reply, Failure>,
-  options: StoreOptions
+  options: StoreOptions,
 ): Effect.Effect<Store<Command, Reply, Failure>, never, WalFs | EventBus | Scope.Scope> =>
   Effect.gen(function* () {
     const fs = yield* WalFs
@@ -149,13 +167,25 @@ export const makeStore = <Command, Event, Reply, Failure>(
     const replayInto = (checkpoint: Checkpoint, salt: number, records: ReadonlyArray<WalRecord>) => {
       const applied: Array<{ seq: number; event: Event }> = []
       let batch: Array<{ seq: number; event: Event }> = []
+      let remembered: Array<IdempotencyRecord> = []
       for (const record of records) {
-        batch.push({ seq: record.seq, event: decodeEvent(JSON.parse(Buffer.from(record.payload).toString("utf8"))) })
+        const payload = JSON.parse(Buffer.from(record.payload).toString("utf8"))
+        if (record.type === idempotencyRecordType) remembered.push(payload as IdempotencyRecord)
+        else batch.push({ seq: record.seq, event: decodeEvent(payload) })
         if (record.flags & batchEndFlag) {
           const events = batch
-          checkpoint.commitWith((writer) => events.forEach(({ event }) => definition.apply(event, writer)), record.seq, salt)
+          const records = remembered
+          checkpoint.commitWith(
+            (writer) => {
+              for (const { event } of events) definition.apply(event, writer)
+              for (const entry of records) writer.put(idempotencyStateKey(entry.key), entry)
+            },
+            record.seq,
+            salt,
+          )
           applied.push(...events)
           batch = []
+          remembered = []
         }
       }
       return applied
@@ -170,10 +200,13 @@ export const makeStore = <Command, Event, Reply, Failure>(
           segmentBytesMax: options.walSegmentBytesMax,
           replayAfterSeq: checkpoint.appliedSeq(),
           ...(knownSalt !== undefined ? { salt: knownSalt } : {}),
-          ...(ackedSeq !== undefined ? { discardAfterSeq: ackedSeq } : {})
+          ...(ackedSeq !== undefined ? { discardAfterSeq: ackedSeq } : {}),
         }).pipe(Effect.provideService(WalFs, fs))
         const salt = opened.wal.stats().salt
-        const replayed = yield* Effect.try({ try: () => replayInto(checkpoint, salt, opened.replay), catch: (cause) => cause })
+        const replayed = yield* Effect.try({
+          try: () => replayInto(checkpoint, salt, opened.replay),
+          catch: (cause) => cause,
+        })
         yield* publishRecords(replayed, yield* Clock.currentTimeMillis)
         recovery = opened.report
         ackedSeq = opened.wal.stats().nextSeq - 1
@@ -190,8 +223,15 @@ export const makeStore = <Command, Event, Reply, Failure>(
         yield* Effect.promise(() => incarnation.checkpoint.close().catch(() => undefined))
       })
 
-    const checkpointNow = (incarnation: Incarnation) =>
+    const checkpointNow = (incarnation: Incarnation, now: number) =>
       Effect.gen(function* () {
+        const expired = expiredKeys(incarnation.view, now)
+        if (expired.length > 0 && ackedSeq !== undefined) {
+          incarnation.commits.enqueue(
+            expired.map((key) => [key, undefined] as const),
+            ackedSeq,
+          )
+        }
         yield* Effect.promise(() => incarnation.commits.drain())
         if (incarnation.commits.failure !== undefined) return yield* Effect.die(incarnation.commits.failure)
         const appliedSeq = incarnation.checkpoint.appliedSeq()
@@ -208,31 +248,41 @@ export const makeStore = <Command, Event, Reply, Failure>(
         if (incarnation.commits.failure !== undefined) return yield* Effect.die(incarnation.commits.failure)
         const now = yield* Clock.currentTimeMillis
         const overlay = new Overlay(incarnation.view)
-        const events: Array<Event> = []
-        const outcomes = batch.map((envelope) => {
+        // WAL entries in order; `event` is set for domain events (published), not for idempotency records.
+        const entries: Array<{ type: number; payload: Uint8Array; event?: Event }> = []
+        const outcomes = batch.map((envelope): Result.Result<{ readonly reply: Reply }, Failure> => {
+          const key = envelope.idempotencyKey
+          const remembered = key === undefined ? undefined : rememberedReply(overlay, key)
+          if (remembered !== undefined) return Result.succeed({ reply: remembered.reply as Reply })
           const outcome = definition.decide(envelope.command, overlay, { now })
-          if (Result.isSuccess(outcome)) {
-            for (const event of outcome.success.events) {
-              definition.apply(event, overlay)
-              events.push(event)
-            }
+          if (Result.isFailure(outcome)) return outcome
+          for (const event of outcome.success.events) {
+            definition.apply(event, overlay)
+            entries.push({
+              type: eventRecordType,
+              payload: Buffer.from(JSON.stringify(encodeEvent(event)), "utf8"),
+              event,
+            })
+          }
+          if (key !== undefined && outcome.success.events.length > 0) {
+            const record: IdempotencyRecord = { key, reply: outcome.success.reply, at: now }
+            overlay.put(idempotencyStateKey(key), record)
+            entries.push({ type: idempotencyRecordType, payload: Buffer.from(JSON.stringify(record), "utf8") })
           }
           return outcome
         })
-        if (events.length > 0) {
-          const entries = events.map((event) => ({
-            type: eventRecordType,
-            payload: Buffer.from(JSON.stringify(encodeEvent(event)), "utf8")
-          }))
+        if (entries.length > 0) {
           const { firstSeq, lastSeq } = yield* incarnation.wal.appendBatch(entries).pipe(Effect.orDie)
           incarnation.commits.enqueue(overlay.changes(), lastSeq)
           ackedSeq = lastSeq
           yield* publishRecords(
-            events.map((event, index) => ({ seq: firstSeq + index, event })),
-            now
+            entries.flatMap((entry, index) =>
+              entry.event === undefined ? [] : [{ seq: firstSeq + index, event: entry.event }],
+            ),
+            now,
           )
-          recordsSinceCheckpoint += events.length
-          if (recordsSinceCheckpoint >= options.checkpointRecordsInterval) yield* checkpointNow(incarnation)
+          recordsSinceCheckpoint += entries.length
+          if (recordsSinceCheckpoint >= options.checkpointRecordsInterval) yield* checkpointNow(incarnation, now)
         }
         yield* Effect.forEach(
           batch,
@@ -242,7 +292,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
               ? Deferred.succeed(envelope.reply, outcome.success.reply)
               : Deferred.fail(envelope.reply, outcome.failure)
           },
-          { discard: true }
+          { discard: true },
         )
       })
 
@@ -250,7 +300,11 @@ export const makeStore = <Command, Event, Reply, Failure>(
       Effect.forEach(envelopes, (envelope) => Deferred.fail(envelope.reply, error), { discard: true })
 
     const backoff = (failures: number) =>
-      Effect.sleep(Duration.millis(Math.min(options.restartBackoffMsMax, options.restartBackoffMsBase * 2 ** Math.max(0, failures - 1))))
+      Effect.sleep(
+        Duration.millis(
+          Math.min(options.restartBackoffMsMax, options.restartBackoffMsBase * 2 ** Math.max(0, failures - 1)),
+        ),
+      )
 
     const serve = (incarnation: Incarnation) =>
       Effect.gen(function* () {
@@ -283,7 +337,9 @@ export const makeStore = <Command, Event, Reply, Failure>(
             // Refuse, never strand: calls that raced past the refusal check still get an answer.
             const refused = refusal
             return yield* Effect.forever(
-              Queue.takeBetween(mailbox, 1, options.batchCommandsMax).pipe(Effect.flatMap((batch) => failAll(batch, refused)))
+              Queue.takeBetween(mailbox, 1, options.batchCommandsMax).pipe(
+                Effect.flatMap((batch) => failAll(batch, refused)),
+              ),
             )
           }
           consecutiveFailures++
@@ -326,7 +382,13 @@ export const makeStore = <Command, Event, Reply, Failure>(
         yield* Fiber.interrupt(supervisor)
         // A failed batch waiting for its restart is answered now: it was never acknowledged.
         if (inFlight.length > 0) {
-          yield* failAll(inFlight, storeError("WriteFailed", `the write failed and the store is shutting down; it was not acknowledged (${lastError ?? "unknown cause"})`))
+          yield* failAll(
+            inFlight,
+            storeError(
+              "WriteFailed",
+              `the write failed and the store is shutting down; it was not acknowledged (${lastError ?? "unknown cause"})`,
+            ),
+          )
           inFlight = []
         }
         yield* Queue.end(mailbox)
@@ -343,22 +405,31 @@ export const makeStore = <Command, Event, Reply, Failure>(
             const exit = yield* Effect.exit(processBatch(incarnation, batch))
             if (Exit.isFailure(exit)) {
               healthy = false
-              yield* failAll(batch, storeError("WriteFailed", `the write failed during shutdown: ${describeCause(exit.cause)}`))
+              yield* failAll(
+                batch,
+                storeError("WriteFailed", `the write failed during shutdown: ${describeCause(exit.cause)}`),
+              )
             }
           }
         }
-        if (incarnation !== undefined && healthy) yield* Effect.exit(checkpointNow(incarnation))
+        if (incarnation !== undefined && healthy) {
+          yield* Effect.exit(Effect.flatMap(Clock.currentTimeMillis, (now) => checkpointNow(incarnation, now)))
+        }
         if (incarnation !== undefined) yield* close(incarnation)
         current = undefined
         yield* ready.open
-      })
+      }),
     )
 
-    const send = (command: Command): Effect.Effect<Reply, Failure | StoreError> =>
+    const send = (command: Command, sendOptions?: SendOptions): Effect.Effect<Reply, Failure | StoreError> =>
       Effect.gen(function* () {
         if (refusal !== undefined) return yield* refusal
+        const idempotencyKey = sendOptions?.idempotencyKey
+        if (idempotencyKey !== undefined && idempotencyKey.length > idempotencyKeyLengthMax) {
+          return yield* Effect.die(new Error(`idempotency key longer than ${idempotencyKeyLengthMax}`))
+        }
         const reply = yield* Deferred.make<Reply, Failure | StoreError>()
-        const accepted = yield* Queue.offer(mailbox, { command, reply })
+        const accepted = yield* Queue.offer(mailbox, { command, idempotencyKey, reply })
         if (!accepted) return yield* refusal ?? storeError("ShuttingDown", "the store is shutting down")
         return yield* Deferred.await(reply)
       })
@@ -378,7 +449,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
       mailboxDepth: Queue.sizeUnsafe(mailbox),
       ...(lastError !== undefined ? { lastError } : {}),
       ...(recovery !== undefined ? { recovery } : {}),
-      ...(current !== undefined ? { wal: current.wal.stats(), lmdbBytes: current.checkpoint.sizeBytes() } : {})
+      ...(current !== undefined ? { wal: current.wal.stats(), lmdbBytes: current.checkpoint.sizeBytes() } : {}),
     })
 
     return { name: definition.name, send, read, health } satisfies Store<Command, Reply, Failure>

@@ -33,7 +33,11 @@ export interface StoreDefinition<Command, Event, Reply, Failure> {
   readonly commandSchema: Schema.Codec<Command, unknown>
   /** Encodes events into WAL payloads (as JSON) and decodes them on replay. */
   readonly eventSchema: Schema.Codec<Event, unknown>
-  readonly decide: (command: Command, state: StoreView, context: CommandContext) => Result.Result<Decision<Event, Reply>, Failure>
+  readonly decide: (
+    command: Command,
+    state: StoreView,
+    context: CommandContext,
+  ) => Result.Result<Decision<Event, Reply>, Failure>
   readonly apply: (event: Event, state: StoreWriter) => void
 }
 

@@ -37,7 +37,7 @@ import {
   recordPayloadBytesMax,
   segmentFileName,
   segmentHeaderBytes,
-  type WalRecord
+  type WalRecord,
 } from "./WalRecord.ts"
 
 /** Why the WAL refused or failed. */
@@ -49,7 +49,7 @@ export const WalErrorReason = Schema.Literals([
   "DiskFull",
   "ReadFailed",
   "Poisoned",
-  "RecordTooLarge"
+  "RecordTooLarge",
 ])
 export type WalErrorReason = typeof WalErrorReason.Type
 
@@ -58,7 +58,7 @@ export class WalError extends Schema.TaggedError<WalError>()("WalError", {
   reason: WalErrorReason,
   file: Schema.optional(Schema.String),
   offset: Schema.optional(Schema.Number),
-  message: Schema.String
+  message: Schema.String,
 }) {}
 
 /** One entry handed to `appendBatch`. */
@@ -74,7 +74,12 @@ export interface RecoveryReport {
   readonly firstSeq: number
   readonly lastSeq: number
   /** Set when a torn or partial tail was cut off. */
-  readonly tornTail?: { readonly file: string; readonly offset: number; readonly bytesCut: number; readonly why: string }
+  readonly tornTail?: {
+    readonly file: string
+    readonly offset: number
+    readonly bytesCut: number
+    readonly why: string
+  }
   /** Records above `discardAfterSeq` that were removed. */
   readonly discardedRecords: number
 }
@@ -92,7 +97,7 @@ export interface WalStats {
 /** A store's log, as the store kernel sees it. */
 export interface Wal {
   readonly appendBatch: (
-    entries: ReadonlyArray<WalEntry>
+    entries: ReadonlyArray<WalEntry>,
   ) => Effect.Effect<{ readonly firstSeq: number; readonly lastSeq: number }, WalError>
   /** Starts a new segment if the active one holds any record, so a checkpoint can release it. */
   readonly rotate: () => Effect.Effect<void, WalError>
@@ -126,7 +131,7 @@ const fsFailure = (reason: WalErrorReason) => (error: FsError) =>
   new WalError({
     reason: error.reason === "NoSpace" ? "DiskFull" : reason,
     file: error.path,
-    message: `${error.op} ${error.path}: ${error.message}`
+    message: `${error.op} ${error.path}: ${error.message}`,
   })
 
 const corrupt = (file: string, offset: number, message: string) =>
@@ -162,14 +167,18 @@ const scanSegment = (name: string, bytes: Buffer, expectedSeq: number | undefine
       records: [],
       committedEnd: 0,
       size: bytes.length,
-      damage: { offset: 0, why: "torn or missing segment header", validAfter: false }
+      damage: { offset: 0, why: "torn or missing segment header", validAfter: false },
     }
   }
   if (header.firstSeq !== parseSegmentFileName(name)) {
     return corrupt(name, 0, `header says first sequence ${header.firstSeq}, file name disagrees`)
   }
   if (expectedSeq !== undefined && header.firstSeq !== expectedSeq) {
-    return corrupt(name, 0, `sequence gap: expected segment to start at ${expectedSeq}, it starts at ${header.firstSeq}`)
+    return corrupt(
+      name,
+      0,
+      `sequence gap: expected segment to start at ${expectedSeq}, it starts at ${header.firstSeq}`,
+    )
   }
   const records: Array<WalRecord & { end: number }> = []
   let offset = segmentHeaderBytes
@@ -191,7 +200,14 @@ const scanSegment = (name: string, bytes: Buffer, expectedSeq: number | undefine
     if (why !== undefined || read._tag !== "Record") {
       const validAfter = hasValidRecordAfter(bytes, offset + 1, header.salt, seq - 1)
       records.length = committedCount
-      return { name, ...header, records, committedEnd, size: bytes.length, damage: { offset, why: why ?? "", validAfter } }
+      return {
+        name,
+        ...header,
+        records,
+        committedEnd,
+        size: bytes.length,
+        damage: { offset, why: why ?? "", validAfter },
+      }
     }
     records.push({ ...read.record, end: read.end })
     offset = read.end
@@ -209,7 +225,7 @@ const scanSegment = (name: string, bytes: Buffer, expectedSeq: number | undefine
       records,
       committedEnd,
       size: bytes.length,
-      damage: { offset: committedEnd, why: "batch without its end record", validAfter: false }
+      damage: { offset: committedEnd, why: "batch without its end record", validAfter: false },
     }
   }
   return { name, ...header, records, committedEnd, size: bytes.length }
@@ -240,17 +256,22 @@ export const openLocalWal = Effect.fnUntraced(function* (options: LocalWalOption
         return yield* corrupt(
           name,
           scan.damage.offset,
-          `${scan.damage.why}, and valid records follow: refusing to start; every byte is kept (see \`mnemos repair\`)`
+          `${scan.damage.why}, and valid records follow: refusing to start; every byte is kept (see \`mnemos repair\`)`,
         )
       }
-      tornTail = { file: name, offset: scan.committedEnd, bytesCut: scan.size - scan.committedEnd, why: scan.damage.why }
+      tornTail = {
+        file: name,
+        offset: scan.committedEnd,
+        bytesCut: scan.size - scan.committedEnd,
+        why: scan.damage.why,
+      }
     }
     if (options.salt !== undefined && scan.damage?.offset !== 0 && scan.salt !== options.salt) {
       return yield* new WalError({
         reason: "GenerationMismatch",
         file: name,
         offset: 0,
-        message: `${name} belongs to store generation ${scan.salt}, the checkpoint to ${options.salt}`
+        message: `${name} belongs to store generation ${scan.salt}, the checkpoint to ${options.salt}`,
       })
     }
     scans.push(scan)
@@ -272,7 +293,9 @@ export const openLocalWal = Effect.fnUntraced(function* (options: LocalWalOption
     discardedRecords += scan.records.length - kept
     const end = kept === 0 ? segmentHeaderBytes : scan.records[kept - 1]!.end
     if (end < scan.size) {
-      const file = yield* fs.open(path.join(dir, scan.name), { create: false }).pipe(Effect.mapError(fsFailure("WriteFailed")))
+      const file = yield* fs
+        .open(path.join(dir, scan.name), { create: false })
+        .pipe(Effect.mapError(fsFailure("WriteFailed")))
       yield* file.truncate(end).pipe(Effect.mapError(fsFailure("WriteFailed")))
       yield* file.datasync().pipe(Effect.mapError(fsFailure("FsyncFailed")))
       yield* file.close()
@@ -288,21 +311,22 @@ export const openLocalWal = Effect.fnUntraced(function* (options: LocalWalOption
     return yield* corrupt(
       first.scan.name,
       0,
-      `the checkpoint holds records up to ${options.replayAfterSeq} but the log starts at ${first.scan.firstSeq}: records are missing`
+      `the checkpoint holds records up to ${options.replayAfterSeq} but the log starts at ${first.scan.firstSeq}: records are missing`,
     )
   }
   if (nextSeq <= options.replayAfterSeq && first !== undefined) {
     return yield* corrupt(
       lastKept!.scan.name,
       lastKept!.end,
-      `the checkpoint holds records up to ${options.replayAfterSeq} but the log ends at ${nextSeq - 1}`
+      `the checkpoint holds records up to ${options.replayAfterSeq} but the log ends at ${nextSeq - 1}`,
     )
   }
 
   const replay: Array<WalRecord> = []
   for (const { scan, records } of keep) {
     for (const record of scan.records.slice(0, records)) {
-      if (record.seq > options.replayAfterSeq) replay.push({ seq: record.seq, type: record.type, flags: record.flags, payload: record.payload })
+      if (record.seq > options.replayAfterSeq)
+        replay.push({ seq: record.seq, type: record.type, flags: record.flags, payload: record.payload })
     }
   }
 
@@ -314,7 +338,7 @@ export const openLocalWal = Effect.fnUntraced(function* (options: LocalWalOption
     firstSeq: first?.scan.firstSeq ?? nextSeq,
     lastSeq: nextSeq - 1,
     discardedRecords,
-    ...(tornTail !== undefined ? { tornTail } : {})
+    ...(tornTail !== undefined ? { tornTail } : {}),
   }
   return { wal, replay, report } satisfies OpenedWal
 })
@@ -342,7 +366,11 @@ const makeLocalWal = Effect.fnUntraced(function* (init: {
   let fsyncs = 0
 
   const poison = (error: WalError) => {
-    poisoned = new WalError({ reason: "Poisoned", file: error.file, message: `log poisoned by an earlier failure: ${error.message}` })
+    poisoned = new WalError({
+      reason: "Poisoned",
+      file: error.file,
+      message: `log poisoned by an earlier failure: ${error.message}`,
+    })
     return error
   }
 
@@ -364,7 +392,9 @@ const makeLocalWal = Effect.fnUntraced(function* (init: {
       if (active !== undefined) yield* active.close()
       active = yield* createSegment(nextSeq)
     } else if (active === undefined) {
-      active = yield* fs.open(path.join(dir, last.name), { create: false }).pipe(Effect.mapError(fsFailure("WriteFailed")))
+      active = yield* fs
+        .open(path.join(dir, last.name), { create: false })
+        .pipe(Effect.mapError(fsFailure("WriteFailed")))
     }
     return active
   })
@@ -375,7 +405,10 @@ const makeLocalWal = Effect.fnUntraced(function* (init: {
       const byteCount = entries.reduce((sum, entry) => sum + recordHeaderBytes + entry.payload.length, 0)
       const tooLarge = entries.find((entry) => entry.payload.length > recordPayloadBytesMax)
       if (tooLarge !== undefined) {
-        return yield* new WalError({ reason: "RecordTooLarge", message: `a record of ${tooLarge.payload.length} bytes exceeds ${recordPayloadBytesMax}` })
+        return yield* new WalError({
+          reason: "RecordTooLarge",
+          message: `a record of ${tooLarge.payload.length} bytes exceeds ${recordPayloadBytesMax}`,
+        })
       }
       const file = yield* activeFile()
       const segment = segments[segments.length - 1]!
@@ -384,7 +417,13 @@ const makeLocalWal = Effect.fnUntraced(function* (init: {
       let offset = 0
       entries.forEach((entry, index) => {
         const flags = index === entries.length - 1 ? batchEndFlag : 0
-        offset = encodeRecordInto(buffer, offset, { seq: firstSeq + index, salt, type: entry.type, flags, payload: entry.payload })
+        offset = encodeRecordInto(buffer, offset, {
+          seq: firstSeq + index,
+          salt,
+          type: entry.type,
+          flags,
+          payload: entry.payload,
+        })
       })
       yield* file.write(segment.size, buffer).pipe(Effect.mapError(fsFailure("WriteFailed")))
       yield* file.datasync().pipe(Effect.mapError(fsFailure("FsyncFailed")))
@@ -428,8 +467,8 @@ const makeLocalWal = Effect.fnUntraced(function* (init: {
       appends,
       fsyncs,
       nextSeq,
-      salt
+      salt,
     }),
-    close: () => (active === undefined ? Effect.void : active.close())
+    close: () => (active === undefined ? Effect.void : active.close()),
   } satisfies Wal
 })

@@ -25,7 +25,7 @@ export class FsError extends Schema.TaggedError<FsError>()("FsError", {
   reason: FsErrorReason,
   op: Schema.String,
   path: Schema.String,
-  message: Schema.String
+  message: Schema.String,
 }) {}
 
 /** An open file, positioned explicitly on every call (the WAL never relies on a cursor). */
@@ -66,7 +66,12 @@ const attempt = <A>(op: string, path: string, run: () => Promise<A>): Effect.Eff
   Effect.tryPromise({
     try: run,
     catch: (cause) =>
-      new FsError({ reason: reasonOf(cause), op, path, message: cause instanceof Error ? cause.message : String(cause) })
+      new FsError({
+        reason: reasonOf(cause),
+        op,
+        path,
+        message: cause instanceof Error ? cause.message : String(cause),
+      }),
   })
 
 const nodeFile = (path: string, handle: FileHandle): WalFile => ({
@@ -93,7 +98,7 @@ const nodeFile = (path: string, handle: FileHandle): WalFile => ({
     }),
   datasync: () => attempt("fdatasync", path, () => handle.datasync()),
   truncate: (length) => attempt("truncate", path, () => handle.truncate(length)),
-  close: () => Effect.promise(() => handle.close().catch(() => undefined))
+  close: () => Effect.promise(() => handle.close().catch(() => undefined)),
 })
 
 /** The real disk, through `node:fs/promises` (libuv's thread pool, so fsync never blocks the event loop). */
@@ -106,17 +111,19 @@ export const layerNode: Layer.Layer<WalFs> = Layer.succeed(
         fsp.readdir(dir).catch((cause: NodeJS.ErrnoException) => {
           if (cause.code === "ENOENT") return [] as Array<string>
           throw cause
-        })
+        }),
       ),
     open: (path, { create }) =>
       attempt("open", path, () => openFile(path, create ? "a+" : "r+")).pipe(
         // "a+" would force appends; reopen "r+" once the file is known to exist.
         Effect.flatMap((handle) =>
           create
-            ? Effect.promise(() => handle.close()).pipe(Effect.andThen(attempt("open", path, () => openFile(path, "r+"))))
-            : Effect.succeed(handle)
+            ? Effect.promise(() => handle.close()).pipe(
+                Effect.andThen(attempt("open", path, () => openFile(path, "r+"))),
+              )
+            : Effect.succeed(handle),
         ),
-        Effect.map((handle) => nodeFile(path, handle))
+        Effect.map((handle) => nodeFile(path, handle)),
       ),
     remove: (path) => attempt("unlink", path, () => fsp.unlink(path)),
     rename: (from, to) => attempt("rename", from, () => fsp.rename(from, to)),
@@ -128,6 +135,6 @@ export const layerNode: Layer.Layer<WalFs> = Layer.succeed(
         } finally {
           await handle.close()
         }
-      })
-  })
+      }),
+  }),
 )

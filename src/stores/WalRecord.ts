@@ -52,7 +52,9 @@ export const encodeSegmentHeader = (salt: number, firstSeq: number): Uint8Array 
 }
 
 /** Decodes a segment header; undefined when it is short, torn or not a mnemos segment. */
-export const decodeSegmentHeader = (bytes: Uint8Array): { readonly salt: number; readonly firstSeq: number } | undefined => {
+export const decodeSegmentHeader = (
+  bytes: Uint8Array,
+): { readonly salt: number; readonly firstSeq: number } | undefined => {
   if (bytes.length < segmentHeaderBytes) return undefined
   const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, segmentHeaderBytes)
   if (buffer.toString("latin1", 0, 8) !== segmentMagic) return undefined
@@ -64,7 +66,13 @@ export const decodeSegmentHeader = (bytes: Uint8Array): { readonly salt: number;
 export const encodeRecordInto = (
   out: Buffer,
   offset: number,
-  record: { readonly seq: number; readonly salt: number; readonly type: number; readonly flags: number; readonly payload: Uint8Array }
+  record: {
+    readonly seq: number
+    readonly salt: number
+    readonly type: number
+    readonly flags: number
+    readonly payload: Uint8Array
+  },
 ): number => {
   out.writeUInt32LE(record.payload.length, offset)
   out.writeBigUInt64LE(BigInt(record.seq), offset + 8)
@@ -102,7 +110,7 @@ export const readRecordAt = (bytes: Buffer, offset: number): RecordRead => {
       seq: Number(bytes.readBigUInt64LE(offset + 8)),
       type: bytes.readUInt8(offset + 20),
       flags: bytes.readUInt8(offset + 21),
-      payload: bytes.subarray(offset + recordHeaderBytes, end)
-    }
+      payload: bytes.subarray(offset + recordHeaderBytes, end),
+    },
   }
 }

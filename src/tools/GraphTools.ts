@@ -45,10 +45,10 @@ const official = <Args>(
 ): Tool<Args, Router | GraphSearch> =>
   makeTool({ definition: officialToolDefinition(name), toolset: "graph", errorFormat: "plain", args, run })
 
-const send = (command: GraphCommand) =>
+const send = (command: GraphCommand, caller: ToolCaller) =>
   Effect.gen(function* () {
     const router = yield* Router
-    return yield* router.store(graphStore).send(command)
+    return yield* router.store(graphStore).send(command, { idempotencyKey: caller.idempotencyKey })
   }).pipe(Effect.mapError(toToolError))
 
 const read = <A>(query: (view: StoreView) => A) =>
@@ -64,12 +64,12 @@ const deleted = (name: keyof typeof officialDeletionMessages): ToolOutput => ({
 
 const officialTools = [
   official("create_entities", Schema.Struct({ entities: items(BoundedEntity) }), ({ entities }, caller) =>
-    send({ _tag: "CreateEntities", project: caller.project, entities }).pipe(
+    send({ _tag: "CreateEntities", project: caller.project, entities }, caller).pipe(
       Effect.map((created) => ({ structured: { entities: created } })),
     ),
   ),
   official("create_relations", Schema.Struct({ relations: items(BoundedRelation) }), ({ relations }, caller) =>
-    send({ _tag: "CreateRelations", project: caller.project, relations }).pipe(
+    send({ _tag: "CreateRelations", project: caller.project, relations }, caller).pipe(
       Effect.map((created) => ({ structured: { relations: created } })),
     ),
   ),
@@ -77,12 +77,14 @@ const officialTools = [
     "add_observations",
     Schema.Struct({ observations: items(BoundedObservationAddition) }),
     ({ observations }, caller) =>
-      send({ _tag: "AddObservations", project: caller.project, observations }).pipe(
+      send({ _tag: "AddObservations", project: caller.project, observations }, caller).pipe(
         Effect.map((results) => ({ structured: { results } })),
       ),
   ),
   official("delete_entities", Schema.Struct({ entityNames: items(EntityName) }), ({ entityNames }, caller) =>
-    send({ _tag: "DeleteEntities", project: caller.project, entityNames }).pipe(Effect.as(deleted("delete_entities"))),
+    send({ _tag: "DeleteEntities", project: caller.project, entityNames }, caller).pipe(
+      Effect.as(deleted("delete_entities")),
+    ),
   ),
   official(
     "delete_observations",
@@ -90,12 +92,14 @@ const officialTools = [
       deletions: items(Schema.Struct({ entityName: EntityName, observations: items(ObservationText) })),
     }),
     ({ deletions }, caller) =>
-      send({ _tag: "DeleteObservations", project: caller.project, deletions }).pipe(
+      send({ _tag: "DeleteObservations", project: caller.project, deletions }, caller).pipe(
         Effect.as(deleted("delete_observations")),
       ),
   ),
   official("delete_relations", Schema.Struct({ relations: items(BoundedRelation) }), ({ relations }, caller) =>
-    send({ _tag: "DeleteRelations", project: caller.project, relations }).pipe(Effect.as(deleted("delete_relations"))),
+    send({ _tag: "DeleteRelations", project: caller.project, relations }, caller).pipe(
+      Effect.as(deleted("delete_relations")),
+    ),
   ),
   official("read_graph", Schema.Struct({}), (_, caller) =>
     read((view) => readGraph(view, caller.project)).pipe(Effect.map((result) => ({ structured: { ...result } }))),
@@ -201,12 +205,15 @@ const extendedTools = [
     },
     MergeArgs,
     (args, caller) =>
-      send({
-        _tag: "MergeEntities",
-        project: projectOf(args, caller),
-        target: args.target,
-        sources: args.sources,
-      }).pipe(Effect.map((report) => ({ structured: { ...report } }))),
+      send(
+        {
+          _tag: "MergeEntities",
+          project: projectOf(args, caller),
+          target: args.target,
+          sources: args.sources,
+        },
+        caller,
+      ).pipe(Effect.map((report) => ({ structured: { ...report } }))),
   ),
   extended(
     {

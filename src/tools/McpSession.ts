@@ -44,6 +44,11 @@ export interface SessionOptions {
   readonly tools: ReadonlyArray<Tool<never, SessionServices>>
   /** Names the transport in the caller's identity ("stdio", "ws", ...). */
   readonly transport: string
+  /**
+   * A stable identity of the client across reconnects (the shim's `?client=` id). With it, every
+   * write is keyed by (client, request id), so a retried request is applied once.
+   */
+  readonly clientId?: string
 }
 
 const errorText = (tool: Tool<never, SessionServices> | undefined, error: ToolError): string =>
@@ -99,11 +104,14 @@ export const startSession = (
       projectPromise = resolveProject()
     })
 
-    const caller = async (): Promise<ToolCaller> => {
+    const caller = async (requestId: string | number): Promise<ToolCaller> => {
       const client = server.getClientVersion()
       return {
         project: await project(),
         client: `${client?.name ?? "unknown"}/${client?.version ?? "?"} via ${options.transport}`,
+        ...(options.clientId !== undefined
+          ? { idempotencyKey: `${options.clientId}:${JSON.stringify(requestId)}` }
+          : {}),
       }
     }
 
@@ -111,7 +119,7 @@ export const startSession = (
       tools: options.tools.map((tool) => tool.definition) as never,
     }))
 
-    server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
+    server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
       const tool = toolsByName.get(request.params.name)
       if (tool === undefined) return isError(`MCP error -32602: Tool ${request.params.name} not found`)
       const decoded = Schema.decodeUnknownResult(tool.args)(request.params.arguments ?? {})
@@ -123,7 +131,7 @@ export const startSession = (
             : message,
         )
       }
-      const exit = await run(tool.run(decoded.success, await caller()))
+      const exit = await run(tool.run(decoded.success, await caller(extra.requestId)))
       if (Exit.isSuccess(exit)) {
         const { structured, text } = exit.value
         return {

@@ -61,6 +61,11 @@ export interface ToolCaller {
   readonly project: string
   /** The client's identity, for audit (clientInfo name/version and transport). */
   readonly client: string
+  /**
+   * Set when the connection has a stable identity across reconnects (the `mnemos mcp` shim):
+   * the store applies a write with this key at most once, however often the call is retried.
+   */
+  readonly idempotencyKey?: string
 }
 
 /** A tool: definition, argument decoder and handler. `R` is what the handler needs from the engine. */

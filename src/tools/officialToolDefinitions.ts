@@ -29,7 +29,7 @@ export const officialToolNames = [
   "delete_relations",
   "read_graph",
   "search_nodes",
-  "open_nodes"
+  "open_nodes",
 ] as const
 export type OfficialToolName = (typeof officialToolNames)[number]
 
@@ -76,19 +76,19 @@ const outputRoot = (properties: JsonObject): JsonObject => ({
   type: "object",
   properties,
   required: Object.keys(properties),
-  additionalProperties: false
+  additionalProperties: false,
 })
 
 const entityProperties: JsonObject = {
   name: stringSchema("The name of the entity"),
   entityType: stringSchema("The type of the entity"),
-  observations: arraySchema(stringSchema(), "An array of observation contents associated with the entity")
+  observations: arraySchema(stringSchema(), "An array of observation contents associated with the entity"),
 }
 
 const relationProperties: JsonObject = {
   from: stringSchema("The name of the entity where the relation starts"),
   to: stringSchema("The name of the entity where the relation ends"),
-  relationType: stringSchema("The type of the relation")
+  relationType: stringSchema("The type of the relation"),
 }
 
 const entityIn = objectSchema(entityProperties, false)
@@ -103,19 +103,19 @@ const writing: OfficialToolAnnotations = {
   readOnlyHint: false,
   destructiveHint: false,
   idempotentHint: false,
-  openWorldHint: false
+  openWorldHint: false,
 }
 const deleting: OfficialToolAnnotations = {
   readOnlyHint: false,
   destructiveHint: true,
   idempotentHint: true,
-  openWorldHint: false
+  openWorldHint: false,
 }
 const reading: OfficialToolAnnotations = {
   readOnlyHint: true,
   destructiveHint: false,
   idempotentHint: true,
-  openWorldHint: false
+  openWorldHint: false,
 }
 
 const tool = (
@@ -124,7 +124,7 @@ const tool = (
   description: string,
   inputSchema: JsonObject,
   annotations: OfficialToolAnnotations,
-  outputSchema: JsonObject
+  outputSchema: JsonObject,
 ): OfficialToolDefinition => ({
   name,
   title,
@@ -132,7 +132,7 @@ const tool = (
   inputSchema,
   annotations,
   execution: { taskSupport: "forbidden" },
-  outputSchema
+  outputSchema,
 })
 
 /** The official `tools/list` result's `tools`, in order. */
@@ -143,7 +143,7 @@ export const officialToolDefinitions: ReadonlyArray<OfficialToolDefinition> = [
     "Create multiple new entities in the knowledge graph",
     inputRoot({ entities: arraySchema(entityIn) }),
     writing,
-    outputRoot({ entities: arraySchema(entityOut) })
+    outputRoot({ entities: arraySchema(entityOut) }),
   ),
   tool(
     "create_relations",
@@ -151,7 +151,7 @@ export const officialToolDefinitions: ReadonlyArray<OfficialToolDefinition> = [
     "Create multiple new relations between entities in the knowledge graph. Relations should be in active voice",
     inputRoot({ relations: arraySchema(relationIn) }),
     writing,
-    outputRoot({ relations: arraySchema(relationOut) })
+    outputRoot({ relations: arraySchema(relationOut) }),
   ),
   tool(
     "add_observations",
@@ -162,18 +162,18 @@ export const officialToolDefinitions: ReadonlyArray<OfficialToolDefinition> = [
         objectSchema(
           {
             entityName: stringSchema("The name of the entity to add the observations to"),
-            contents: arraySchema(stringSchema(), "An array of observation contents to add")
+            contents: arraySchema(stringSchema(), "An array of observation contents to add"),
           },
-          false
-        )
-      )
+          false,
+        ),
+      ),
     }),
     writing,
     outputRoot({
       results: arraySchema(
-        objectSchema({ entityName: stringSchema(), addedObservations: arraySchema(stringSchema()) }, true)
-      )
-    })
+        objectSchema({ entityName: stringSchema(), addedObservations: arraySchema(stringSchema()) }, true),
+      ),
+    }),
   ),
   tool(
     "delete_entities",
@@ -181,7 +181,7 @@ export const officialToolDefinitions: ReadonlyArray<OfficialToolDefinition> = [
     "Delete multiple entities and their associated relations from the knowledge graph",
     inputRoot({ entityNames: arraySchema(stringSchema(), "An array of entity names to delete") }),
     deleting,
-    successOutput
+    successOutput,
   ),
   tool(
     "delete_observations",
@@ -192,14 +192,14 @@ export const officialToolDefinitions: ReadonlyArray<OfficialToolDefinition> = [
         objectSchema(
           {
             entityName: stringSchema("The name of the entity containing the observations"),
-            observations: arraySchema(stringSchema(), "An array of observations to delete")
+            observations: arraySchema(stringSchema(), "An array of observations to delete"),
           },
-          false
-        )
-      )
+          false,
+        ),
+      ),
     }),
     deleting,
-    successOutput
+    successOutput,
   ),
   tool(
     "delete_relations",
@@ -207,7 +207,7 @@ export const officialToolDefinitions: ReadonlyArray<OfficialToolDefinition> = [
     "Delete multiple relations from the knowledge graph",
     inputRoot({ relations: arraySchema(relationIn, "An array of relations to delete") }),
     deleting,
-    successOutput
+    successOutput,
   ),
   tool("read_graph", "Read Graph", "Read the entire knowledge graph", inputRoot({}), reading, graphOutput),
   tool(
@@ -215,10 +215,10 @@ export const officialToolDefinitions: ReadonlyArray<OfficialToolDefinition> = [
     "Search Nodes",
     "Search for nodes in the knowledge graph based on a query",
     inputRoot({
-      query: stringSchema("The search query to match against entity names, types, and observation content")
+      query: stringSchema("The search query to match against entity names, types, and observation content"),
     }),
     reading,
-    graphOutput
+    graphOutput,
   ),
   tool(
     "open_nodes",
@@ -226,8 +226,8 @@ export const officialToolDefinitions: ReadonlyArray<OfficialToolDefinition> = [
     "Open specific nodes in the knowledge graph by their names",
     inputRoot({ names: arraySchema(stringSchema(), "An array of entity names to retrieve") }),
     reading,
-    graphOutput
-  )
+    graphOutput,
+  ),
 ]
 
 /** The official definition of one tool. */
@@ -241,5 +241,5 @@ export const officialToolDefinition = (name: OfficialToolName): OfficialToolDefi
 export const officialDeletionMessages = {
   delete_entities: "Entities deleted successfully",
   delete_observations: "Observations deleted successfully",
-  delete_relations: "Relations deleted successfully"
+  delete_relations: "Relations deleted successfully",
 } as const satisfies Partial<Record<OfficialToolName, string>>

@@ -37,7 +37,8 @@ const daemonFile = (dataDir: string) => join(dataDir, "daemon.json")
 const tokenFile = (dataDir: string) => join(dataDir, "token")
 
 /** Records where this process listens. */
-export const writeDaemonInfo = (dataDir: string, info: DaemonInfo): void => writeFileAtomic(daemonFile(dataDir), [JSON.stringify(info)])
+export const writeDaemonInfo = (dataDir: string, info: DaemonInfo): void =>
+  writeFileAtomic(daemonFile(dataDir), [JSON.stringify(info)])
 
 /** Forgets it again (only if it is still ours). */
 export const removeDaemonInfo = (dataDir: string): void => {
@@ -73,18 +74,21 @@ export const readToken = (dataDir: string): string | undefined => {
 /** GET /ping on host:port; undefined when nothing (or not mnemos) answers in time. */
 export const ping = (host: string, port: number, timeoutMs = pingTimeoutMs): Promise<PingAnswer | undefined> =>
   new Promise((resolve) => {
-    const req = request({ host, port, path: "/ping", method: "GET", timeout: timeoutMs, headers: { host: `${host}:${port}` } }, (res) => {
-      const chunks: Array<Buffer> = []
-      res.on("data", (chunk: Buffer) => chunks.push(chunk))
-      res.on("end", () => {
-        try {
-          const answer = JSON.parse(Buffer.concat(chunks).toString("utf8")) as PingAnswer
-          resolve(answer.service === "mnemos" ? answer : undefined)
-        } catch {
-          resolve(undefined)
-        }
-      })
-    })
+    const req = request(
+      { host, port, path: "/ping", method: "GET", timeout: timeoutMs, headers: { host: `${host}:${port}` } },
+      (res) => {
+        const chunks: Array<Buffer> = []
+        res.on("data", (chunk: Buffer) => chunks.push(chunk))
+        res.on("end", () => {
+          try {
+            const answer = JSON.parse(Buffer.concat(chunks).toString("utf8")) as PingAnswer
+            resolve(answer.service === "mnemos" ? answer : undefined)
+          } catch {
+            resolve(undefined)
+          }
+        })
+      },
+    )
     req.on("timeout", () => req.destroy())
     req.on("error", () => resolve(undefined))
     req.end()

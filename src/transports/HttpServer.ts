@@ -87,7 +87,14 @@ const readJsonBody = (req: IncomingMessage, res: ServerResponse): Promise<{ valu
       try {
         resolve({ value: chunks.length === 0 ? undefined : JSON.parse(Buffer.concat(chunks).toString("utf8")) })
       } catch (error) {
-        sendJson(res, 400, { jsonrpc: "2.0", id: null, error: { code: -32700, message: `body is not JSON: ${error instanceof Error ? error.message : String(error)}` } })
+        sendJson(res, 400, {
+          jsonrpc: "2.0",
+          id: null,
+          error: {
+            code: -32700,
+            message: `body is not JSON: ${error instanceof Error ? error.message : String(error)}`,
+          },
+        })
         resolve(undefined)
       }
     })
@@ -95,7 +102,9 @@ const readJsonBody = (req: IncomingMessage, res: ServerResponse): Promise<{ valu
   })
 
 /** Starts the server; it stops when the scope closes (closing every session). */
-export const startHttpServer = (config: HttpServerConfig): Effect.Effect<RunningHttpServer, Error, SessionServices | Scope.Scope> =>
+export const startHttpServer = (
+  config: HttpServerConfig,
+): Effect.Effect<RunningHttpServer, Error, SessionServices | Scope.Scope> =>
   Effect.gen(function* () {
     const context: Context.Context<SessionServices> = yield* Effect.context<SessionServices>()
     const sessionScopes = new Set<Scope.Closeable>()
@@ -103,7 +112,7 @@ export const startHttpServer = (config: HttpServerConfig): Effect.Effect<Running
     const sse = new Map<string, SSEServerTransport>()
 
     /** Runs an MCP session on `transport` until it closes. */
-    const host = (transport: Transport, name: string): Promise<boolean> => {
+    const host = (transport: Transport, name: string, clientId?: string): Promise<boolean> => {
       if (sessionScopes.size >= sessionsMax) return Promise.resolve(false)
       const scope = Scope.makeUnsafe()
       sessionScopes.add(scope)
@@ -111,7 +120,13 @@ export const startHttpServer = (config: HttpServerConfig): Effect.Effect<Running
         if (!sessionScopes.delete(scope)) return
         Effect.runFork(Scope.close(scope, Exit.void))
       }
-      return Effect.runPromiseWith(context)(startSession(transport, { tools: config.tools, transport: name }).pipe(Scope.provide(scope))).then(
+      return Effect.runPromiseWith(context)(
+        startSession(transport, {
+          tools: config.tools,
+          transport: name,
+          ...(clientId !== undefined ? { clientId } : {}),
+        }).pipe(Scope.provide(scope)),
+      ).then(
         (server) => {
           const previous = server.onclose
           server.onclose = () => {
@@ -123,7 +138,7 @@ export const startHttpServer = (config: HttpServerConfig): Effect.Effect<Running
         () => {
           closeScope()
           return false
-        }
+        },
       )
     }
 
@@ -152,10 +167,19 @@ export const startHttpServer = (config: HttpServerConfig): Effect.Effect<Running
     }
     /** Refuses the request (and says why) unless it may proceed. */
     const admit = (req: IncomingMessage, res: ServerResponse, needsToken: boolean): boolean => {
-      if (!allowedHost(req)) return void sendJson(res, 403, { error: "Host header not allowed (DNS rebinding protection)" }), false
-      if (!allowedOrigin(req)) return void sendJson(res, 403, { error: "Origin not allowed" }), false
+      if (!allowedHost(req))
+        return (void sendJson(res, 403, { error: "Host header not allowed (DNS rebinding protection)" }), false)
+      if (!allowedOrigin(req)) return (void sendJson(res, 403, { error: "Origin not allowed" }), false)
       if (needsToken && !authorized(req)) {
-        return void sendJson(res, 401, { error: "a bearer token is required (see the token file in the data directory)" }, { "www-authenticate": "Bearer" }), false
+        return (
+          void sendJson(
+            res,
+            401,
+            { error: "a bearer token is required (see the token file in the data directory)" },
+            { "www-authenticate": "Bearer" },
+          ),
+          false
+        )
       }
       return true
     }
@@ -171,7 +195,7 @@ export const startHttpServer = (config: HttpServerConfig): Effect.Effect<Running
           const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
             sessionIdGenerator: () => randomUUID(),
             onsessioninitialized: (id) => void streamable.set(id, transport),
-            onsessionclosed: (id) => void streamable.delete(id)
+            onsessionclosed: (id) => void streamable.delete(id),
           })
           transport.onclose = () => {
             if (transport.sessionId !== undefined) streamable.delete(transport.sessionId)
@@ -179,10 +203,18 @@ export const startHttpServer = (config: HttpServerConfig): Effect.Effect<Running
           if (!(await host(transport, "streamable-http"))) return sendJson(res, 503, { error: "too many sessions" })
           return transport.handleRequest(req, res, body.value)
         }
-        return sendJson(res, 400, { jsonrpc: "2.0", id: null, error: { code: -32000, message: "Bad Request: no valid session ID (send initialize first)" } })
+        return sendJson(res, 400, {
+          jsonrpc: "2.0",
+          id: null,
+          error: { code: -32000, message: "Bad Request: no valid session ID (send initialize first)" },
+        })
       }
       if (existing !== undefined) return existing.handleRequest(req, res)
-      return sendJson(res, 400, { jsonrpc: "2.0", id: null, error: { code: -32000, message: "Bad Request: unknown or missing Mcp-Session-Id" } })
+      return sendJson(res, 400, {
+        jsonrpc: "2.0",
+        id: null,
+        error: { code: -32000, message: "Bad Request: unknown or missing Mcp-Session-Id" },
+      })
     }
 
     const handleSse = async (req: IncomingMessage, res: ServerResponse, url: URL) => {
@@ -209,7 +241,14 @@ export const startHttpServer = (config: HttpServerConfig): Effect.Effect<Running
         void Promise.resolve(promise).catch((error: unknown) => {
           if (!res.headersSent) sendJson(res, 500, { error: error instanceof Error ? error.message : String(error) })
         })
-      if (route === "/ping") return sendJson(res, 200, { status: "ok", service: "mnemos", version: buildInfo().version, dataDir: config.dataDir, pid: process.pid })
+      if (route === "/ping")
+        return sendJson(res, 200, {
+          status: "ok",
+          service: "mnemos",
+          version: buildInfo().version,
+          dataDir: config.dataDir,
+          pid: process.pid,
+        })
       if (route === "/mcp") return done(handleMcp(req, res))
       if (route === "/sse" || route === "/messages") return done(handleSse(req, res, url))
       return done(handleRest(req, res, url, { context, readJsonBody, sendJson }))
@@ -228,7 +267,9 @@ export const startHttpServer = (config: HttpServerConfig): Effect.Effect<Running
       if (!authorized(req) && url.searchParams.get("token") !== config.token) return refuse(401, "Unauthorized")
       wss.handleUpgrade(req, socket, head, (ws) => {
         const transport = new WebSocketTransport(ws)
-        void host(transport, "ws").then((ok) => {
+        const clientId = url.searchParams.get("client") ?? undefined
+        const validClient = clientId !== undefined && /^[A-Za-z0-9_-]{8,128}$/.test(clientId) ? clientId : undefined
+        void host(transport, "ws", validClient).then((ok) => {
           if (!ok) ws.close(1013, "too many sessions")
         })
       })

@@ -42,11 +42,11 @@ const graphOf = (project: string) =>
           id: entity.name,
           type: entity.entityType,
           observations: entity.observations.length,
-          updatedAt: new Date(entity.updatedAt).toISOString()
+          updatedAt: new Date(entity.updatedAt).toISOString(),
         })),
         edges: relationsOf(view, project)
           .filter((relation) => names.has(relation.from) && names.has(relation.to))
-          .map((relation) => ({ from: relation.from, to: relation.to, type: relation.relationType }))
+          .map((relation) => ({ from: relation.from, to: relation.to, type: relation.relationType })),
       }
     })
   })
@@ -58,7 +58,7 @@ const stats = Effect.gen(function* () {
     projectsOf(view).map((project) => {
       const counters = countersOf(view, project)
       return { project, entities: counters.entities, relations: counters.relations }
-    })
+    }),
   )
   return { version: buildInfo(), projects, stores: router.health(), search: search.stats() }
 })
@@ -70,7 +70,12 @@ const searchOf = (project: string, query: string) =>
   })
 
 /** Serves one REST request. */
-export const handleRest = async (req: IncomingMessage, res: ServerResponse, url: URL, rest: RestContext): Promise<void> => {
+export const handleRest = async (
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  rest: RestContext,
+): Promise<void> => {
   const run = async (effect: Effect.Effect<unknown, unknown, SessionServices>) => {
     const exit = await Effect.runPromiseExitWith(rest.context)(effect)
     if (Exit.isSuccess(exit)) return rest.sendJson(res, 200, exit.value)
@@ -92,7 +97,8 @@ export const handleRest = async (req: IncomingMessage, res: ServerResponse, url:
     case "/api/search": {
       if (!onlyGet()) return
       const query = url.searchParams.get("q") ?? ""
-      if (Buffer.byteLength(query) > searchQueryBytesMax) return rest.sendJson(res, 400, { error: `q exceeds ${searchQueryBytesMax} bytes` })
+      if (Buffer.byteLength(query) > searchQueryBytesMax)
+        return rest.sendJson(res, 400, { error: `q exceeds ${searchQueryBytesMax} bytes` })
       return run(searchOf(project, query))
     }
     default:

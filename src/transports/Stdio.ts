@@ -19,5 +19,5 @@ export const serveStdio = (options: Omit<SessionOptions, "transport">): Effect.E
       })
       yield* startSession(transport, { ...options, transport: "stdio" })
       yield* closed
-    })
+    }),
   )

@@ -47,9 +47,14 @@ export class WebSocketTransport implements Transport {
     try {
       parsed = JSON.parse(text)
     } catch (error) {
-      return this.reject(undefined, `frame is not JSON: ${error instanceof Error ? error.message : String(error)}`, -32700)
+      return this.reject(
+        undefined,
+        `frame is not JSON: ${error instanceof Error ? error.message : String(error)}`,
+        -32700,
+      )
     }
-    const id = typeof parsed === "object" && parsed !== null && "id" in parsed ? (parsed as { id: unknown }).id : undefined
+    const id =
+      typeof parsed === "object" && parsed !== null && "id" in parsed ? (parsed as { id: unknown }).id : undefined
     if (bytes > frameBytesMax) {
       return this.reject(id, `message of ${bytes} bytes exceeds the limit of ${frameBytesMax} bytes`)
     }

@@ -1,0 +1,49 @@
+/**
+ * Idempotent commands: a command sent with an idempotency key is applied at most once, and every
+ * repeat of it gets the first reply — across reconnects and across a crash of the daemon.
+ *
+ * When a command with key K succeeds with events, the store writes, in the same WAL batch as its
+ * events, an idempotency record {K, reply, at}; replay restores it with the data, so after any
+ * crash the record exists exactly when the write does. A later command with key K finds the
+ * record (in the batch overlay or the committed state) and is answered from it without being
+ * decided again. Commands are processed one batch at a time, in order, so a repeat always sees
+ * the record of the first. Records older than `idempotencyTtlMs` are pruned at checkpoints.
+ */
+import type { KeyRange, StoreView } from "./Checkpoint.ts"
+
+/** WAL record type of an idempotency record (events are type 1). */
+export const idempotencyRecordType = 2
+/** How long a key is remembered. */
+export const idempotencyTtlMs = 24 * 60 * 60 * 1000
+/** Longest idempotency key, in UTF-16 code units. */
+export const idempotencyKeyLengthMax = 512
+/** At most this many expired records are pruned per checkpoint. */
+export const idempotencyPruneMax = 10_000
+
+/** What is remembered for a key. */
+export interface IdempotencyRecord {
+  readonly key: string
+  readonly reply: unknown
+  readonly at: number
+}
+
+// Kernel keys start with U+0001, below every domain key (domain prefixes are printable).
+const prefix = "\u0001idem\u0000"
+const range: KeyRange = { start: prefix, end: "\u0001idem\u0001" }
+
+/** The state key of an idempotency key. */
+export const idempotencyStateKey = (key: string): string => `${prefix}${key}`
+
+/** The remembered reply for `key`, if any. */
+export const rememberedReply = (view: StoreView, key: string): IdempotencyRecord | undefined =>
+  view.get(idempotencyStateKey(key)) as IdempotencyRecord | undefined
+
+/** State keys of records older than the TTL, oldest scan order, at most `idempotencyPruneMax`. */
+export const expiredKeys = (view: StoreView, now: number): Array<string> => {
+  const expired: Array<string> = []
+  for (const { key, value } of view.getRange(range)) {
+    if ((value as IdempotencyRecord).at < now - idempotencyTtlMs) expired.push(key)
+    if (expired.length >= idempotencyPruneMax) break
+  }
+  return expired
+}
