@@ -7,12 +7,13 @@ import { Effect, Logger } from "effect"
 import { Command } from "effect/cli"
 import { versionLine } from "./cli/BuildInfo.ts"
 import { runMain } from "./cli/Main.ts"
+import { mcpCommand } from "./cli/McpCommand.ts"
 import { serveCommand } from "./cli/ServeCommand.ts"
 import { exportCommand, importCommand } from "./cli/TransferCommands.ts"
 
 const mnemos = Command.make("mnemos").pipe(
   Command.withDescription("mnemos — durable, fast memory for AI coding agents, over MCP"),
-  Command.withSubcommands([serveCommand, importCommand, exportCommand]),
+  Command.withSubcommands([serveCommand, mcpCommand, importCommand, exportCommand]),
 )
 
 runMain(
