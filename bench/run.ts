@@ -9,7 +9,8 @@ import type { BenchSuite } from "./Table.ts"
 import { printTable } from "./Table.ts"
 
 const suites: Record<string, () => Promise<BenchSuite>> = {
-  wal: async () => (await import("./wal.ts")).suite
+  wal: async () => (await import("./wal.ts")).suite,
+  graph: async () => (await import("./graph.ts")).suite,
 }
 
 const args = process.argv.slice(2)
@@ -32,6 +33,9 @@ for (const name of selected) {
   for (const line of result.notes ?? []) console.log(line)
   const file = `bench/results/${name}${quick ? ".quick" : ""}.json`
   const machine = { node: process.version, cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryBytes: totalmem() }
-  writeFileSync(file, `${JSON.stringify({ suite: name, quick, measuredAt: new Date().toISOString(), machine, ...result.json }, null, 2)}\n`)
+  writeFileSync(
+    file,
+    `${JSON.stringify({ suite: name, quick, measuredAt: new Date().toISOString(), machine, ...result.json }, null, 2)}\n`,
+  )
   console.log(`wrote ${file}`)
 }

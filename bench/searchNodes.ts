@@ -50,7 +50,7 @@ const entityTypes = [
   "bug",
   "decision",
   "meeting",
-  "Ort"
+  "Ort",
 ]
 /** Distinct random words in the corpus vocabulary. */
 const vocabularyWords = 20_000
@@ -67,7 +67,7 @@ const exoticWords = [
   "東京",
   "데이터",
   "🚀launch",
-  "e\u0301clair"
+  "e\u0301clair",
 ]
 
 /** A small, fast, seeded PRNG (mulberry32) returning floats in [0, 1). */
@@ -197,6 +197,6 @@ export const benchmarkSearchNodes = (options: SearchNodesBenchOptions = {}): Sea
     meanMatches: totalMatches / queryCount,
     linearScanMeanMs: verifiedQueries > 0 ? linearScanMs / Math.min(verifiedQueries, queryCount) : Number.NaN,
     heapUsedBytes: process.memoryUsage().heapUsed,
-    index: index.stats()
+    index: index.stats(),
   }
 }

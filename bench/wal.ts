@@ -54,7 +54,7 @@ const storeWrites = (writers: number, writesTotal: number) => {
             latencies.push(performance.now() - before)
           }
         }),
-      { concurrency: "unbounded" }
+      { concurrency: "unbounded" },
     )
     const elapsedMs = performance.now() - started
     const wal = store.health().wal!
@@ -65,12 +65,12 @@ const storeWrites = (writers: number, writesTotal: number) => {
       perSecond: (latencies.length / elapsedMs) * 1000,
       p50Ms: quantile(latencies, 0.5),
       p99Ms: quantile(latencies, 0.99),
-      fsyncsPerWrite: wal.fsyncs / latencies.length
+      fsyncsPerWrite: wal.fsyncs / latencies.length,
     }
   }).pipe(
     Effect.scoped,
     Effect.provide(services),
-    Effect.ensuring(Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+    Effect.ensuring(Effect.sync(() => rmSync(dir, { recursive: true, force: true }))),
   )
 }
 
@@ -91,17 +91,23 @@ const recovery = (corpus: number, tail: number) => {
           yield* Effect.forEach(
             Array.from({ length: Math.min(256, corpus - start) }, (_, index) => start + index),
             (key) => store.send({ _tag: "Put", key: `k${key}`, value: `value of ${key}` }),
-            { concurrency: "unbounded" }
+            { concurrency: "unbounded" },
           )
         }
       }).pipe(Effect.scoped) // a clean close checkpoints and releases the WAL
     }
     if (tail > 0) {
-      const opened = yield* openLocalWal({ dir: `${dir}/wal`, segmentBytesMax: options.walSegmentBytesMax, replayAfterSeq: corpus })
+      const opened = yield* openLocalWal({
+        dir: `${dir}/wal`,
+        segmentBytesMax: options.walSegmentBytesMax,
+        replayAfterSeq: corpus,
+      })
       for (let start = 0; start < tail; start += 256) {
         const entries = Array.from({ length: Math.min(256, tail - start) }, (_, index) => ({
           type: 1,
-          payload: Buffer.from(JSON.stringify(encode({ _tag: "Stored", key: `t${start + index}`, value: `tail ${start + index}`, at: 0 })))
+          payload: Buffer.from(
+            JSON.stringify(encode({ _tag: "Stored", key: `t${start + index}`, value: `tail ${start + index}`, at: 0 })),
+          ),
         }))
         yield* opened.wal.appendBatch(entries)
       }
@@ -115,10 +121,7 @@ const recovery = (corpus: number, tail: number) => {
       return { openMs, keys: Object.keys(yield* store.read(readAll)).length }
     }).pipe(Effect.scoped)
     return { corpus, tail, openMs, keys }
-  }).pipe(
-    Effect.provide(services),
-    Effect.ensuring(Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
-  )
+  }).pipe(Effect.provide(services), Effect.ensuring(Effect.sync(() => rmSync(dir, { recursive: true, force: true }))))
 }
 
 export const suite: BenchSuite = {
@@ -134,8 +137,14 @@ export const suite: BenchSuite = {
       rows.push({ ...row, rawPerSecond: rawNow.perSecond, rawP50Ms: rawNow.p50Ms })
     }
     const raw = {
-      perSecond: quantile(rows.map((row) => row.rawPerSecond).sort((a, b) => a - b), 0.5),
-      p50Ms: quantile(rows.map((row) => row.rawP50Ms).sort((a, b) => a - b), 0.5)
+      perSecond: quantile(
+        rows.map((row) => row.rawPerSecond).sort((a, b) => a - b),
+        0.5,
+      ),
+      p50Ms: quantile(
+        rows.map((row) => row.rawP50Ms).sort((a, b) => a - b),
+        0.5,
+      ),
     }
     const recoveries = []
     const corpus = quick ? 20000 : 100000
@@ -159,20 +168,20 @@ export const suite: BenchSuite = {
             round(row.perSecond / row.rawPerSecond, 2),
             round(row.p50Ms),
             round(row.p99Ms),
-            round(row.fsyncsPerWrite, 4)
-          ])
+            round(row.fsyncsPerWrite, 4),
+          ]),
         },
         {
           title: "recovery: open until the first read is answered",
           header: ["checkpointed records", "WAL tail records", "open ms", "keys read"],
-          rows: recoveries.map((row) => [row.corpus, row.tail, round(row.openMs, 1), row.keys])
-        }
+          rows: recoveries.map((row) => [row.corpus, row.tail, round(row.openMs, 1), row.keys]),
+        },
       ],
       notes: [
         `target 64 writers >= 20x raw: ${round(speedup, 2)}x (${speedup >= 20 ? "met" : "NOT met"})`,
-        `target 1-writer p99 <= 3x one fdatasync: ${round(oneP99Ratio, 2)}x (${oneP99Ratio <= 3 ? "met" : "NOT met"})`
+        `target 1-writer p99 <= 3x one fdatasync: ${round(oneP99Ratio, 2)}x (${oneP99Ratio <= 3 ? "met" : "NOT met"})`,
       ],
-      json: { raw, writes: rows, recoveries, targets: { speedup64: speedup, oneWriterP99OverFsync: oneP99Ratio } }
+      json: { raw, writes: rows, recoveries, targets: { speedup64: speedup, oneWriterP99OverFsync: oneP99Ratio } },
     }
-  }
+  },
 }

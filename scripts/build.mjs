@@ -17,5 +17,8 @@ const gitCommit = (() => {
 })()
 const { version } = JSON.parse(readFileSync("package.json", "utf8"))
 mkdirSync("dist", { recursive: true })
-writeFileSync("dist/build-info.json", JSON.stringify({ version, gitCommit, builtAt: new Date().toISOString() }, null, 2))
+writeFileSync(
+  "dist/build-info.json",
+  JSON.stringify({ version, gitCommit, builtAt: new Date().toISOString() }, null, 2),
+)
 chmodSync("dist/cli.js", 0o755)

@@ -8,7 +8,6 @@
  * corrupt log) does not stop the others.
  */
 import { Context, Effect, Layer, Schema, type Scope } from "effect"
-import { EventBus } from "./EventBus.ts"
 import {
   defaultStoreOptions,
   makeStore,
@@ -17,7 +16,8 @@ import {
   type StoreOptions,
 } from "../stores/StoreActor.ts"
 import type { AnyStoreDefinition, StoreDefinition } from "../stores/StoreDefinition.ts"
-import { WalFs } from "../stores/WalFs.ts"
+import type { WalFs } from "../stores/WalFs.ts"
+import type { EventBus } from "./EventBus.ts"
 
 /** A command the router could not deliver: unknown store, or arguments that do not decode. */
 export class RouterError extends Schema.TaggedError<RouterError>()("RouterError", {

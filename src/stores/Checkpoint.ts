@@ -13,8 +13,9 @@
  *
  * Values are treated as immutable: domain code builds new objects instead of editing what it read.
  */
-import { open, type Database, type RootDatabase } from "lmdb"
+
 import { Effect, Schema } from "effect"
+import { type Database, open, type RootDatabase } from "lmdb"
 
 /** A failure of the LMDB environment itself (open, commit); the owning actor restarts on it. */
 export class CheckpointError extends Schema.TaggedError<CheckpointError>()("CheckpointError", {

@@ -62,7 +62,10 @@ export class CommitQueue {
   }
 
   private commitNow(): void {
-    if (this.queued.length === 0 || this.failure !== undefined) return this.wakeIdle()
+    if (this.queued.length === 0 || this.failure !== undefined) {
+      this.wakeIdle()
+      return
+    }
     const changes = this.queued
     const seq = this.queuedSeq
     this.queued = []

@@ -26,7 +26,7 @@
  * both files are closed.
  */
 import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, Latch, Queue, Result, Schema, type Scope } from "effect"
-import { EventBus, type CommittedEvent } from "../actors/EventBus.ts"
+import { type CommittedEvent, EventBus } from "../actors/EventBus.ts"
 import { type Checkpoint, openCheckpoint, type StoreView } from "./Checkpoint.ts"
 import { CommitQueue } from "./CommitQueue.ts"
 import {

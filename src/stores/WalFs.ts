@@ -12,8 +12,9 @@
  * - `truncate` changes the file's size; like a write, it is durable after `datasync`.
  * - Failures are `FsError` values with a `reason`; nothing throws.
  */
-import { open as openFile, type FileHandle } from "node:fs/promises"
+
 import * as fsp from "node:fs/promises"
+import { type FileHandle, open as openFile } from "node:fs/promises"
 import { Context, Effect, Layer, Schema } from "effect"
 
 /** Why a file-system call failed; `NoSpace` is ENOSPC/EDQUOT, `NotFound` ENOENT, the rest `Io`. */

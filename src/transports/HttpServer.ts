@@ -166,22 +166,19 @@ export const startHttpServer = (
       return given.length === expected.length && timingSafeEqual(given, expected)
     }
     /** Refuses the request (and says why) unless it may proceed. */
+    const refusal = (req: IncomingMessage, needsToken: boolean): [number, string] | undefined => {
+      if (!allowedHost(req)) return [403, "Host header not allowed (DNS rebinding protection)"]
+      if (!allowedOrigin(req)) return [403, "Origin not allowed"]
+      if (needsToken && !authorized(req))
+        return [401, "a bearer token is required (see the token file in the data directory)"]
+      return undefined
+    }
+    /** Refuses the request (and says why) unless it may proceed. */
     const admit = (req: IncomingMessage, res: ServerResponse, needsToken: boolean): boolean => {
-      if (!allowedHost(req))
-        return (void sendJson(res, 403, { error: "Host header not allowed (DNS rebinding protection)" }), false)
-      if (!allowedOrigin(req)) return (void sendJson(res, 403, { error: "Origin not allowed" }), false)
-      if (needsToken && !authorized(req)) {
-        return (
-          void sendJson(
-            res,
-            401,
-            { error: "a bearer token is required (see the token file in the data directory)" },
-            { "www-authenticate": "Bearer" },
-          ),
-          false
-        )
-      }
-      return true
+      const refused = refusal(req, needsToken)
+      if (refused === undefined) return true
+      sendJson(res, refused[0], { error: refused[1] }, refused[0] === 401 ? { "www-authenticate": "Bearer" } : {})
+      return false
     }
 
     const handleMcp = async (req: IncomingMessage, res: ServerResponse) => {
@@ -237,7 +234,7 @@ export const startHttpServer = (
       const route = url.pathname
       const needsToken = route !== "/ping"
       if (!admit(req, res, needsToken)) return
-      const done = (promise: Promise<unknown> | void) =>
+      const done = (promise: Promise<unknown> | undefined) =>
         void Promise.resolve(promise).catch((error: unknown) => {
           if (!res.headersSent) sendJson(res, 500, { error: error instanceof Error ? error.message : String(error) })
         })
@@ -262,9 +259,8 @@ export const startHttpServer = (
         socket.end(`HTTP/1.1 ${status} ${message}\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n${message}\n`)
       }
       if (url.pathname !== "/ws") return refuse(404, "Not Found")
-      if (!allowedHost(req)) return refuse(403, "Host header not allowed")
-      if (!allowedOrigin(req)) return refuse(403, "Origin not allowed")
-      if (!authorized(req) && url.searchParams.get("token") !== config.token) return refuse(401, "Unauthorized")
+      const refused = refusal(req, url.searchParams.get("token") !== config.token)
+      if (refused !== undefined) return refuse(refused[0], refused[1])
       wss.handleUpgrade(req, socket, head, (ws) => {
         const transport = new WebSocketTransport(ws)
         const clientId = url.searchParams.get("client") ?? undefined

@@ -40,27 +40,36 @@ export class WebSocketTransport implements Transport {
   }
 
   private receive(data: RawData, isBinary: boolean): void {
+    const problem = this.problemWith(data, isBinary)
+    if ("message" in problem) this.onmessage?.(problem.message)
+    else this.reject(problem.id, problem.error, problem.code)
+  }
+
+  /** The decoded message, or why the frame is refused (with the request id when it could be read). */
+  private problemWith(
+    data: RawData,
+    isBinary: boolean,
+  ): { message: JSONRPCMessage } | { id: unknown; error: string; code: number } {
+    if (isBinary) return { id: undefined, error: "binary frames are not accepted; send JSON-RPC as text", code: -32600 }
     const bytes = byteLengthOf(data)
-    const text = textOf(data)
-    if (isBinary) return this.reject(undefined, "binary frames are not accepted; send JSON-RPC as text")
     let parsed: unknown
     try {
-      parsed = JSON.parse(text)
+      parsed = JSON.parse(textOf(data))
     } catch (error) {
-      return this.reject(
-        undefined,
-        `frame is not JSON: ${error instanceof Error ? error.message : String(error)}`,
-        -32700,
-      )
+      return {
+        id: undefined,
+        error: `frame is not JSON: ${error instanceof Error ? error.message : String(error)}`,
+        code: -32700,
+      }
     }
     const id =
       typeof parsed === "object" && parsed !== null && "id" in parsed ? (parsed as { id: unknown }).id : undefined
     if (bytes > frameBytesMax) {
-      return this.reject(id, `message of ${bytes} bytes exceeds the limit of ${frameBytesMax} bytes`)
+      return { id, error: `message of ${bytes} bytes exceeds the limit of ${frameBytesMax} bytes`, code: -32600 }
     }
     const message = JSONRPCMessageSchema.safeParse(parsed)
-    if (!message.success) return this.reject(id, `not a JSON-RPC 2.0 message: ${message.error.message}`)
-    this.onmessage?.(message.data)
+    if (!message.success) return { id, error: `not a JSON-RPC 2.0 message: ${message.error.message}`, code: -32600 }
+    return { message: message.data }
   }
 
   private reject(id: unknown, message: string, code = -32600): void {
