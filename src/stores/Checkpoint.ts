@@ -94,7 +94,8 @@ export const openCheckpoint = (path: string): Effect.Effect<Checkpoint, Checkpoi
   Effect.try({
     try: () => {
       const env: RootDatabase = open({ path, maxDbs: 4, compression: false })
-      const data = env.openDB<unknown, string>({ name: "data" })
+      // JSON, not msgpack: JSON.stringify escapes lone surrogates, so every JavaScript string round-trips.
+      const data = env.openDB<unknown, string>({ name: "data", encoding: "json" })
       const meta = env.openDB<number, string>({ name: "meta" })
       const view = dataView(data)
       const writerIn = (): StoreWriter => ({

@@ -157,6 +157,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
     let ackedSeq: number | undefined
     let recordsSinceCheckpoint = 0
     let inFlight: ReadonlyArray<Env> = []
+    let committedSinceOpen = false
 
     const storeError = (reason: StoreError["reason"], message: string) =>
       new StoreError({ store: definition.name, reason, message: `store "${definition.name}": ${message}` })
@@ -282,7 +283,6 @@ export const makeStore = <Command, Event, Reply, Failure>(
             now,
           )
           recordsSinceCheckpoint += entries.length
-          if (recordsSinceCheckpoint >= options.checkpointRecordsInterval) yield* checkpointNow(incarnation, now)
         }
         yield* Effect.forEach(
           batch,
@@ -313,6 +313,13 @@ export const makeStore = <Command, Event, Reply, Failure>(
           inFlight = batch
           yield* Effect.uninterruptible(processBatch(incarnation, batch))
           inFlight = []
+          committedSinceOpen = true
+          // After the answers: a failed checkpoint restarts the actor but un-acknowledges nothing.
+          if (recordsSinceCheckpoint >= options.checkpointRecordsInterval) {
+            yield* Effect.uninterruptible(
+              Effect.flatMap(Clock.currentTimeMillis, (now) => checkpointNow(incarnation, now)),
+            )
+          }
         }
       })
 
@@ -354,7 +361,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
           yield* backoff(consecutiveFailures)
           continue
         }
-        consecutiveFailures = 0
+        committedSinceOpen = false
         refusal = undefined
         current = opened.value
         state = "running"
@@ -367,7 +374,12 @@ export const makeStore = <Command, Event, Reply, Failure>(
         current = undefined
         yield* close(opened.value)
         yield* Effect.logWarning(`store "${definition.name}" restarting after: ${lastError}`)
-        consecutiveFailures++
+        consecutiveFailures = committedSinceOpen ? 1 : consecutiveFailures + 1
+        if (consecutiveFailures >= options.failFastAfterRestarts) {
+          state = "unavailable"
+          refusal = storeError("Unavailable", `failed ${consecutiveFailures} times in a row: ${lastError}`)
+          yield* failAll(yield* Queue.clear(mailbox), refusal)
+        }
         yield* backoff(consecutiveFailures)
       }
     })

@@ -13,7 +13,9 @@
  *
  * Recovery (`openLocalWal`) reads every segment in order and:
  * - cuts off, and reports, a torn or partial tail — a bad or short record, or a batch without its
- *   end record, at the end of the last segment with no valid record after it;
+ *   end record, at the end of the last segment with no later batch after it. The sectors of one
+ *   unsynced write survive a power cut independently, so damage with only records of the *same*
+ *   batch after it is a torn write, not corruption (such a batch was never acknowledged);
  * - refuses to open (`WalError` reason `Corrupt`, naming file and offset, touching no byte) when a
  *   bad record is followed by a valid one, when a sequence skips, or when a segment is damaged
  *   anywhere but at the end of the log;
@@ -28,6 +30,7 @@ import { Effect, Schema } from "effect"
 import { type FsError, type WalFile, WalFs } from "./WalFs.ts"
 import {
   batchEndFlag,
+  batchStartFlag,
   decodeSegmentHeader,
   encodeRecordInto,
   encodeSegmentHeader,
@@ -148,11 +151,17 @@ interface SegmentScan {
   readonly damage?: { readonly offset: number; readonly why: string; readonly validAfter: boolean }
 }
 
-/** True when a record with this salt and a sequence above `minSeq` starts anywhere after `from`. */
-const hasValidRecordAfter = (bytes: Buffer, from: number, salt: number, minSeq: number): boolean => {
+/** True when a record of a later batch (salt, sequence above `minSeq`, batch-start flag) starts after `from`. */
+const hasValidRecordAfter = (bytes: Buffer, from: number, salt: number | undefined, minSeq: number): boolean => {
   for (let offset = from; offset + recordHeaderBytes <= bytes.length; offset++) {
     const read = readRecordAt(bytes, offset)
-    if (read._tag === "Record" && read.salt === salt && read.record.seq > minSeq) return true
+    if (
+      read._tag === "Record" &&
+      (salt === undefined || read.salt === salt) &&
+      read.record.seq > minSeq &&
+      read.record.flags & batchStartFlag
+    )
+      return true
   }
   return false
 }
@@ -167,7 +176,12 @@ const scanSegment = (name: string, bytes: Buffer, expectedSeq: number | undefine
       records: [],
       committedEnd: 0,
       size: bytes.length,
-      damage: { offset: 0, why: "torn or missing segment header", validAfter: false },
+      // Records are appended only after the header was fdatasynced: a valid one behind a bad header is damage.
+      damage: {
+        offset: 0,
+        why: "torn or missing segment header",
+        validAfter: hasValidRecordAfter(bytes, segmentHeaderBytes, undefined, (parseSegmentFileName(name) ?? 1) - 1),
+      },
     }
   }
   if (header.firstSeq !== parseSegmentFileName(name)) {
@@ -416,7 +430,7 @@ const makeLocalWal = Effect.fnUntraced(function* (init: {
       const firstSeq = nextSeq
       let offset = 0
       entries.forEach((entry, index) => {
-        const flags = index === entries.length - 1 ? batchEndFlag : 0
+        const flags = (index === entries.length - 1 ? batchEndFlag : 0) | (index === 0 ? batchStartFlag : 0)
         offset = encodeRecordInto(buffer, offset, {
           seq: firstSeq + index,
           salt,
@@ -450,10 +464,11 @@ const makeLocalWal = Effect.fnUntraced(function* (init: {
       while (segments.length > 1 && segments[1]!.firstSeq - 1 <= seq) {
         const segment = segments[0]!
         yield* fs.remove(path.join(dir, segment.name)).pipe(Effect.mapError(fsFailure("WriteFailed")))
+        // Oldest first, each durable before the next: a power cut leaves a suffix of the log, never a gap.
+        yield* fs.syncDir(dir).pipe(Effect.mapError(fsFailure("FsyncFailed")))
         segments.shift()
         removed++
       }
-      if (removed > 0) yield* fs.syncDir(dir).pipe(Effect.mapError(fsFailure("FsyncFailed")))
       return removed
     })
 

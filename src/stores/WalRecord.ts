@@ -11,6 +11,8 @@
  * an older generation left in a reused file are never mistaken for current ones. Sequence numbers
  * are gap-free per store. `flags & batchEndFlag` marks the last record of a group-committed batch:
  * recovery applies whole batches only, so an unacknowledged batch is all or nothing.
+ * `flags & batchStartFlag` marks the first: recovery tells a torn last batch (damage followed only
+ * by records of the same batch) from corruption (damage followed by the start of a later batch).
  */
 import { crc32c } from "@node-rs/crc32"
 
@@ -21,6 +23,8 @@ export const recordHeaderBytes = 24
 export const recordPayloadBytesMax = 16 * 1024 * 1024
 /** Set on the last record of a batch. */
 export const batchEndFlag = 1
+/** Set on the first record of a batch. */
+export const batchStartFlag = 2
 
 /** One decoded record. */
 export interface WalRecord {
