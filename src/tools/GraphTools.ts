@@ -18,7 +18,9 @@ import {
   batchItemsMax,
   EntityName,
   ObservationText,
-  ProjectName,
+  entityNameBytesMax,
+  isMaxUtf8Bytes,
+  projectNameBytesMax,
   SearchQuery,
 } from "../graph/Model.ts"
 import type { StoreView } from "../stores/Checkpoint.ts"
@@ -65,12 +67,12 @@ const deleted = (name: keyof typeof officialDeletionMessages): ToolOutput => ({
 const officialTools = [
   official("create_entities", Schema.Struct({ entities: items(BoundedEntity) }), ({ entities }, caller) =>
     send({ _tag: "CreateEntities", project: caller.project, entities }, caller).pipe(
-      Effect.map((created) => ({ structured: { entities: created } })),
+      Effect.map((created) => ({ structured: { entities: created }, text: JSON.stringify(created, null, 2) })),
     ),
   ),
   official("create_relations", Schema.Struct({ relations: items(BoundedRelation) }), ({ relations }, caller) =>
     send({ _tag: "CreateRelations", project: caller.project, relations }, caller).pipe(
-      Effect.map((created) => ({ structured: { relations: created } })),
+      Effect.map((created) => ({ structured: { relations: created }, text: JSON.stringify(created, null, 2) })),
     ),
   ),
   official(
@@ -78,7 +80,7 @@ const officialTools = [
     Schema.Struct({ observations: items(BoundedObservationAddition) }),
     ({ observations }, caller) =>
       send({ _tag: "AddObservations", project: caller.project, observations }, caller).pipe(
-        Effect.map((results) => ({ structured: { results } })),
+        Effect.map((results) => ({ structured: { results }, text: JSON.stringify(results, null, 2) })),
       ),
   ),
   official("delete_entities", Schema.Struct({ entityNames: items(EntityName) }), ({ entityNames }, caller) =>
@@ -120,16 +122,19 @@ const officialTools = [
   ),
 ]
 
+/** An entity name with a description (annotations must come before custom checks to reach the JSON Schema). */
+const describedName = (description: string) => Schema.String.annotate({ description }).check(isMaxUtf8Bytes(entityNameBytesMax))
+
 const projectArg = Schema.optionalKey(
-  ProjectName.annotate({
+  Schema.String.annotate({
     description: 'Project to act in; defaults to the connection\'s project (from its MCP roots, else "default")',
-  }),
+  }).check(Schema.isMinLength(1), isMaxUtf8Bytes(projectNameBytesMax)),
 )
 const projectOf = (args: { readonly project?: string | undefined }, caller: ToolCaller) =>
   args.project ?? caller.project
 
 const MergeArgs = Schema.Struct({
-  target: EntityName.annotate({ description: "The entity that survives the merge" }),
+  target: describedName("The entity that survives the merge"),
   sources: items(EntityName).annotate({ description: "Entities merged into the target and then deleted" }),
   project: projectArg,
 })

@@ -1,0 +1,345 @@
+/**
+ * The knowledge-graph benchmark: the same MCP workload, over stdio through the SDK client, for
+ * the official memory server and for mnemos, side by side in one run.
+ *
+ *   N entities x 3 observations, created in batches of 10   (N = 10,000; 1,000 with --quick)
+ *   N/2 relations, in batches of 10
+ *   1,000 search_nodes (100 quick), 1,000 open_nodes of 5 names (100 quick)
+ *
+ * Calls are sequential on one connection (the official server loses writes under concurrent
+ * calls: each one loads and rewrites its whole file). Prints the time of each phase for both,
+ * the ratio mnemos/official per phase and in total (target: total <= 0.2 at 10k), and the peak
+ * RSS (VmHWM) of each server process. Both servers' answers are checked to agree (entity and
+ * relation counts, total matches of the searches and opens).
+ *
+ * Then, in-process, search_nodes latency at 100k entities / 300k observations (20k quick): the
+ * substring index alone (bench/searchNodes.ts), and end to end through `GraphSearch.searchNodes`
+ * on an engine on a temporary data directory (LMDB reads and result assembly included).
+ */
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect } from "effect"
+import { Router } from "../src/actors/Router.ts"
+import * as Engine from "../src/Engine.ts"
+import { GraphSearch } from "../src/graph/GraphSearch.ts"
+import { graphStore } from "../src/graph/GraphStore.ts"
+import {
+  callOk,
+  cleanup,
+  type McpServerProcess,
+  peakRssBytes,
+  type ServerKind,
+  startMnemos,
+  startOfficial,
+  stop,
+} from "../test/support/mcpClient.ts"
+import { benchmarkSearchNodes } from "./searchNodes.ts"
+import { type BenchSuite, quantile, round } from "./Table.ts"
+
+const batchSize = 10
+const observationsPerEntity = 3
+const namesPerOpen = 5
+
+/** mulberry32: a small seeded PRNG with floats in [0, 1). */
+const seededRandom = (seed: number) => {
+  let state = seed >>> 0
+  return (): number => {
+    state = (state + 0x6d2b79f5) >>> 0
+    let t = state
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+interface Entity {
+  readonly name: string
+  readonly entityType: string
+  readonly observations: ReadonlyArray<string>
+}
+interface Relation {
+  readonly from: string
+  readonly to: string
+  readonly relationType: string
+}
+
+/** A deterministic corpus and query set. */
+const makeWorkload = (entityCount: number, queryCount: number, seed = 7) => {
+  const random = seededRandom(seed)
+  const pick = <A>(items: ReadonlyArray<A>): A => items[Math.floor(random() * items.length)]!
+  const letters = "etaoinshrdlucmfwypvbgkjqxz"
+  const vocabulary = Array.from({ length: 5000 }, () => {
+    let word = ""
+    const length = 4 + Math.floor(random() * 6)
+    for (let index = 0; index < length; index++) word += letters[Math.floor(random() * random() * letters.length)]
+    return word
+  })
+  const types = ["person", "project", "service", "library", "decision", "bug", "meeting", "concept"]
+  const relationTypes = ["depends_on", "owns", "mentions", "works_with"]
+  const sentence = () => Array.from({ length: 5 + Math.floor(random() * 6) }, () => pick(vocabulary)).join(" ")
+  const entities: Array<Entity> = Array.from({ length: entityCount }, (_, index) => ({
+    name: `${pick(vocabulary)}-${index}`,
+    entityType: pick(types),
+    observations: Array.from({ length: observationsPerEntity }, sentence),
+  }))
+  const relations: Array<Relation> = Array.from({ length: Math.floor(entityCount / 2) }, (_, index) => ({
+    from: entities[index]!.name,
+    to: entities[(index * 7919 + 13) % entityCount]!.name,
+    relationType: pick(relationTypes),
+  }))
+  // An agent's mix: topical words, names, name fragments in another case, and misses.
+  const query = (): string => {
+    const kind = random()
+    if (kind < 0.4) return pick(vocabulary)
+    if (kind < 0.7) return pick(entities).name
+    if (kind < 0.85) {
+      const name = pick(entities).name
+      const start = Math.floor(random() * Math.max(1, name.length - 5))
+      return name.slice(start, start + 4 + Math.floor(random() * 3)).toUpperCase()
+    }
+    return `zq${Math.floor(random() * 1e6)}x`
+  }
+  const queries = Array.from({ length: queryCount }, query)
+  const opens = Array.from({ length: queryCount }, () =>
+    Array.from({ length: namesPerOpen }, () =>
+      random() < 0.9 ? pick(entities).name : `missing-${Math.floor(random() * 1e6)}`,
+    ),
+  )
+  return { entities, relations, queries, opens }
+}
+
+type Workload = ReturnType<typeof makeWorkload>
+
+const phases = ["create_entities", "create_relations", "search_nodes", "open_nodes"] as const
+type Phase = (typeof phases)[number]
+
+interface ServerRun {
+  readonly kind: ServerKind
+  readonly ms: Record<Phase, number>
+  readonly calls: Record<Phase, number>
+  readonly peakRssBytes: number | undefined
+  readonly entities: number
+  readonly relations: number
+  readonly searchMatches: number
+  readonly openMatches: number
+}
+
+const countOf = (structured: unknown, key: "entities" | "relations") =>
+  ((structured as Record<string, ReadonlyArray<unknown>> | undefined)?.[key] ?? []).length
+
+const runWorkload = async (kind: ServerKind, workload: Workload): Promise<ServerRun> => {
+  const server: McpServerProcess = kind === "mnemos" ? await startMnemos() : await startOfficial()
+  const { client } = server
+  const ms = {} as Record<Phase, number>
+  const calls = {} as Record<Phase, number>
+  const timed = async (phase: Phase, count: number, body: () => Promise<void>) => {
+    const started = performance.now()
+    await body()
+    ms[phase] = performance.now() - started
+    calls[phase] = count
+  }
+  try {
+    await timed("create_entities", Math.ceil(workload.entities.length / batchSize), async () => {
+      for (let start = 0; start < workload.entities.length; start += batchSize)
+        await callOk(client, "create_entities", { entities: workload.entities.slice(start, start + batchSize) })
+    })
+    await timed("create_relations", Math.ceil(workload.relations.length / batchSize), async () => {
+      for (let start = 0; start < workload.relations.length; start += batchSize)
+        await callOk(client, "create_relations", { relations: workload.relations.slice(start, start + batchSize) })
+    })
+    let searchMatches = 0
+    await timed("search_nodes", workload.queries.length, async () => {
+      for (const query of workload.queries)
+        searchMatches += countOf((await callOk(client, "search_nodes", { query })).structured, "entities")
+    })
+    let openMatches = 0
+    await timed("open_nodes", workload.opens.length, async () => {
+      for (const names of workload.opens)
+        openMatches += countOf((await callOk(client, "open_nodes", { names })).structured, "entities")
+    })
+    const graph = (await callOk(client, "read_graph", {})).structured
+    return {
+      kind,
+      ms,
+      calls,
+      peakRssBytes: peakRssBytes(server.pid),
+      entities: countOf(graph, "entities"),
+      relations: countOf(graph, "relations"),
+      searchMatches,
+      openMatches,
+    }
+  } finally {
+    await stop(server)
+  }
+}
+
+/** search_nodes end to end through GraphSearch on an engine over a temporary data directory. */
+const engineSearch = (entityCount: number, queryCount: number) => {
+  const dataDir = mkdtempSync(join(process.env.MNEMOS_BENCH_DIR ?? tmpdir(), "mnemos-bench-graph-"))
+  const workload = makeWorkload(entityCount, queryCount, 11)
+  return Effect.gen(function* () {
+    const store = (yield* Router).store(graphStore)
+    const search = yield* GraphSearch
+    const loadStarted = performance.now()
+    for (let start = 0; start < workload.entities.length; start += 1000)
+      yield* store.send({
+        _tag: "CreateEntities",
+        project: "default",
+        entities: workload.entities.slice(start, start + 1000),
+      })
+    for (let start = 0; start < workload.relations.length; start += 1000)
+      yield* store.send({
+        _tag: "CreateRelations",
+        project: "default",
+        relations: workload.relations.slice(start, start + 1000),
+      })
+    const loadMs = performance.now() - loadStarted
+    const indexStarted = performance.now()
+    yield* search.searchNodes("default", "warm-up builds the index")
+    const indexMs = performance.now() - indexStarted
+    for (const query of workload.queries.slice(0, 50)) yield* search.searchNodes("default", query)
+    const durations: Array<number> = []
+    let matches = 0
+    for (const query of workload.queries) {
+      const started = performance.now()
+      const result = yield* search.searchNodes("default", query)
+      durations.push(performance.now() - started)
+      matches += result.entities.length
+    }
+    durations.sort((a, b) => a - b)
+    return {
+      entities: entityCount,
+      observations: entityCount * observationsPerEntity,
+      queries: queryCount,
+      loadMs,
+      indexMs,
+      p50Ms: quantile(durations, 0.5),
+      p99Ms: quantile(durations, 0.99),
+      maxMs: durations[durations.length - 1]!,
+      meanMatches: matches / queryCount,
+    }
+  }).pipe(
+    Effect.provide(Engine.layer({ dataDir, command: "mnemos bench graph" })),
+    Effect.ensuring(Effect.sync(() => rmSync(dataDir, { recursive: true, force: true }))),
+  )
+}
+
+const mib = (bytes: number | undefined) => (bytes === undefined ? "n/a" : round(bytes / 1024 / 1024, 1))
+
+export const suite: BenchSuite = {
+  title: "knowledge graph over MCP stdio: official server vs mnemos; in-process search_nodes at scale",
+  run: async ({ quick }) => {
+    const entityCount = quick ? 1_000 : 10_000
+    const queryCount = quick ? 100 : 1_000
+    const workload = makeWorkload(entityCount, queryCount)
+    let official: ServerRun
+    let mnemos: ServerRun
+    try {
+      official = await runWorkload("official", workload)
+      mnemos = await runWorkload("mnemos", workload)
+    } finally {
+      await cleanup()
+    }
+    const agreement = (["entities", "relations", "searchMatches", "openMatches"] as const).map(
+      (key) => [key, official[key], mnemos[key]] as const,
+    )
+    const disagreements = agreement.filter(([, a, b]) => a !== b)
+    const totalOfficial = phases.reduce((sum, phase) => sum + official.ms[phase], 0)
+    const totalMnemos = phases.reduce((sum, phase) => sum + mnemos.ms[phase], 0)
+    const totalRatio = totalMnemos / totalOfficial
+
+    const searchScale = quick ? 20_000 : 100_000
+    const indexOnly = benchmarkSearchNodes({ entities: searchScale, observationsPerEntity: 3, queries: 1000 })
+    const endToEnd = await Effect.runPromise(engineSearch(searchScale, 1000))
+
+    const perSecond = (calls: number, ms: number) => round((calls / ms) * 1000, 0)
+    return {
+      tables: [
+        {
+          title: `MCP over stdio, sequential calls: ${entityCount} entities x ${observationsPerEntity} observations, ${workload.relations.length} relations (batches of ${batchSize}), ${queryCount} search_nodes, ${queryCount} open_nodes`,
+          header: [
+            "phase",
+            "calls",
+            "official ms",
+            "mnemos ms",
+            "mnemos/official",
+            "official calls/s",
+            "mnemos calls/s",
+          ],
+          rows: [
+            ...phases.map((phase) => [
+              phase,
+              official.calls[phase],
+              round(official.ms[phase], 0),
+              round(mnemos.ms[phase], 0),
+              round(mnemos.ms[phase] / official.ms[phase], 3),
+              perSecond(official.calls[phase], official.ms[phase]),
+              perSecond(mnemos.calls[phase], mnemos.ms[phase]),
+            ]),
+            [
+              "total",
+              phases.reduce((sum, phase) => sum + official.calls[phase], 0),
+              round(totalOfficial, 0),
+              round(totalMnemos, 0),
+              round(totalRatio, 3),
+              "",
+              "",
+            ],
+          ],
+        },
+        {
+          title: "server processes: peak RSS (VmHWM at the end of the workload) and final graph",
+          header: ["server", "peak RSS MiB", "entities", "relations", "search matches", "open matches"],
+          rows: [official, mnemos].map((run) => [
+            run.kind,
+            mib(run.peakRssBytes),
+            run.entities,
+            run.relations,
+            run.searchMatches,
+            run.openMatches,
+          ]),
+        },
+        {
+          title: `in-process search_nodes, ${searchScale} entities / ${searchScale * 3} observations, 1000 queries`,
+          header: ["path", "load s", "index build s", "p50 ms", "p99 ms", "max ms", "mean matches"],
+          rows: [
+            [
+              "SubstringIndex.search (bench/searchNodes.ts)",
+              "",
+              round(indexOnly.buildMs / 1000, 2),
+              round(indexOnly.p50Ms, 3),
+              round(indexOnly.p99Ms, 3),
+              round(indexOnly.maxMs, 3),
+              round(indexOnly.meanMatches, 1),
+            ],
+            [
+              "GraphSearch.searchNodes (engine, LMDB)",
+              round(endToEnd.loadMs / 1000, 2),
+              round(endToEnd.indexMs / 1000, 2),
+              round(endToEnd.p50Ms, 3),
+              round(endToEnd.p99Ms, 3),
+              round(endToEnd.maxMs, 3),
+              round(endToEnd.meanMatches, 1),
+            ],
+          ],
+        },
+      ],
+      notes: [
+        `target total mnemos/official <= 0.2 at 10k entities: ${round(totalRatio, 3)}${quick ? " (quick run: the target applies to the full run)" : totalRatio <= 0.2 ? " (met)" : " (NOT met)"}`,
+        disagreements.length === 0
+          ? "both servers ended with the same graph size and the same search/open match counts"
+          : `WARNING: the servers disagree: ${disagreements.map(([key, a, b]) => `${key} official ${a} vs mnemos ${b}`).join(", ")}`,
+      ],
+      json: {
+        entities: entityCount,
+        relations: workload.relations.length,
+        queries: queryCount,
+        official,
+        mnemos,
+        totalRatio,
+        searchAtScale: { indexOnly, endToEnd },
+      },
+    }
+  },
+}
