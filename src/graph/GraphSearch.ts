@@ -1,10 +1,10 @@
 /**
  * search_nodes, made fast without changing its meaning.
  *
- * Owns one `SubstringIndex` per project, built on the first search in that project from the
- * store's state and then kept current from the event bus. Every graph event names the entities
- * it touched; the index re-reads those entities from the store and re-posts their texts, so the
- * order in which events are handled never matters. Each search first drains every event already
+ * Owns one in-memory read model per project (GraphReadModel.ts: a substring index, the entities
+ * and the relation adjacency), built on the first search in that project from the store's state
+ * and then kept current from the event bus. Every graph event says what it touched; the model
+ * re-reads exactly that from the store, so the order in which events are handled never matters. Each search first drains every event already
  * published — stores publish before they acknowledge, so a search that follows an acknowledged
  * write always sees it. A gap in the graph store's sequence (the bus dropped events for a slow
  * subscriber) discards the indexes; they are rebuilt on the next search. Candidates come from the
@@ -15,11 +15,9 @@ import { type CommittedEvent, EventBus } from "../actors/EventBus.ts"
 import { Router } from "../actors/Router.ts"
 import type { StoreView } from "../stores/Checkpoint.ts"
 import type { StoreError } from "../stores/StoreActor.ts"
-import { entitiesByName } from "./GraphKeys.ts"
-import { getEntity, subgraphOf } from "./GraphQueries.ts"
+import { ProjectReadModel } from "./GraphReadModel.ts"
 import { type GraphEvent, graphStore } from "./GraphStore.ts"
 import type { KnowledgeGraph } from "./Model.ts"
-import { SubstringIndex } from "./SubstringIndex.ts"
 
 /** How often the index catches up with the event bus when nobody searches. */
 const backgroundDrainIntervalMs = 50
@@ -41,39 +39,13 @@ export class GraphSearch extends Context.Service<
   }
 >()("mnemos/graph/GraphSearch") {}
 
-/** The entity names an event touched, per project. */
-const touched = (event: GraphEvent): ReadonlyArray<string> => {
-  switch (event._tag) {
-    case "EntitiesCreated":
-      return event.entities.map((entity) => entity.name)
-    case "ObservationsAdded":
-      return event.additions.map((addition) => addition.entityName)
-    case "ObservationsDeleted":
-      return event.deletions.map((deletion) => deletion.entityName)
-    case "EntitiesDeleted":
-      return event.names
-    case "EntitiesMerged":
-      return [event.target, ...event.sources]
-    case "RelationsCreated":
-    case "RelationsDeleted":
-      return []
-  }
-}
-
-const textsOf = (view: StoreView, project: string, name: string): ReadonlyArray<string> | undefined => {
-  const entity = getEntity(view, project, name)
-  return entity === undefined
-    ? undefined
-    : [entity.name, entity.entityType, ...entity.observations.map((observation) => observation.text)]
-}
-
 export const layer: Layer.Layer<GraphSearch, never, Router | EventBus> = Layer.effect(
   GraphSearch,
   Effect.gen(function* () {
     const store = (yield* Router).store(graphStore)
     const subscription = yield* (yield* EventBus).subscribe
     const lock = yield* Semaphore.make(1)
-    const indexes = new Map<string, SubstringIndex<string>>()
+    const indexes = new Map<string, ProjectReadModel>()
     let lastSeq: number | undefined
     let eventsApplied = 0
     let rebuilds = 0
@@ -88,13 +60,7 @@ export const layer: Layer.Layer<GraphSearch, never, Router | EventBus> = Layer.e
           }
           lastSeq = Math.max(lastSeq ?? 0, committed.seq)
           const event = committed.event as GraphEvent
-          const index = indexes.get(event.project)
-          if (index === undefined) continue
-          for (const name of touched(event)) {
-            const texts = textsOf(view, event.project, name)
-            if (texts === undefined) index.remove(name)
-            else index.upsert(name, texts)
-          }
+          indexes.get(event.project)?.refresh(view, event)
           eventsApplied++
         }
       })
@@ -104,21 +70,13 @@ export const layer: Layer.Layer<GraphSearch, never, Router | EventBus> = Layer.e
       if (events.length > 0) yield* applyEvents(events)
     })
 
-    const indexFor = (view: StoreView, project: string): SubstringIndex<string> => {
-      let index = indexes.get(project)
-      if (index === undefined) {
-        index = new SubstringIndex<string>()
-        for (const { value } of view.getRange(entitiesByName(project))) {
-          const entity = value as { name: string; entityType: string; observations: ReadonlyArray<{ text: string }> }
-          index.upsert(entity.name, [
-            entity.name,
-            entity.entityType,
-            ...entity.observations.map((observation) => observation.text),
-          ])
-        }
-        indexes.set(project, index)
+    const modelFor = (view: StoreView, project: string): ProjectReadModel => {
+      let model = indexes.get(project)
+      if (model === undefined) {
+        model = ProjectReadModel.build(view, project)
+        indexes.set(project, model)
       }
-      return index
+      return model
     }
 
     // Keep up between searches too, so the bus never has to drop events for this subscriber.
@@ -136,11 +94,7 @@ export const layer: Layer.Layer<GraphSearch, never, Router | EventBus> = Layer.e
       lock.withPermits(1)(
         Effect.gen(function* () {
           yield* drain
-          return yield* store.read((view) => {
-            const names = indexFor(view, project).search(query)
-            const entities = names.flatMap((name) => getEntity(view, project, name) ?? [])
-            return subgraphOf(view, project, entities)
-          })
+          return yield* store.read((view) => modelFor(view, project).search(query))
         }),
       )
 

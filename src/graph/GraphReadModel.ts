@@ -1,0 +1,165 @@
+/**
+ * An in-memory read model of one project's graph, so search_nodes answers without touching LMDB:
+ * the substring index, every entity in its official shape (with its creation order), every
+ * relation, and an adjacency map from a name to the relations touching it.
+ *
+ * It is derived state: built from a store view, then refreshed from the view for exactly what an
+ * event touched (re-reading is idempotent, so the order events are handled in never matters).
+ * Answers equal `searchNodesByScan` on the same view — the same entities in creation order and
+ * every relation with at least one end among them.
+ */
+import type { StoreView } from "../stores/Checkpoint.ts"
+import {
+  entitiesByName,
+  type GraphEntityRecord,
+  type GraphRelationRecord,
+  relationKey,
+  relationKeyOfIncoming,
+  relationsFrom,
+  relationsInOrder,
+  relationsTo,
+} from "./GraphKeys.ts"
+import { getEntity } from "./GraphQueries.ts"
+import type { GraphEvent } from "./GraphStore.ts"
+import type { Entity, KnowledgeGraph, Relation } from "./Model.ts"
+import { SubstringIndex } from "./SubstringIndex.ts"
+
+interface CachedEntity {
+  readonly entity: Entity
+  readonly order: number
+}
+
+interface CachedRelation {
+  readonly relation: Relation
+  readonly order: number
+}
+
+const textsOf = (entity: GraphEntityRecord): ReadonlyArray<string> => [
+  entity.name,
+  entity.entityType,
+  ...entity.observations.map((observation) => observation.text),
+]
+
+/** One project's searchable graph, kept in memory. */
+export class ProjectReadModel {
+  private readonly index = new SubstringIndex<string>()
+  private readonly entities = new Map<string, CachedEntity>()
+  private readonly relations = new Map<string, CachedRelation>()
+  private readonly adjacency = new Map<string, Set<string>>()
+
+  private constructor(private readonly project: string) {}
+
+  /** Builds the model of `project` from the store's current state. */
+  static build(view: StoreView, project: string): ProjectReadModel {
+    const model = new ProjectReadModel(project)
+    for (const { value } of view.getRange(entitiesByName(project))) model.putEntity(value as GraphEntityRecord)
+    for (const { value } of view.getRange(relationsInOrder(project))) {
+      const relation = view.get(value as string) as GraphRelationRecord | undefined
+      if (relation !== undefined) model.putRelation(value as string, relation)
+    }
+    return model
+  }
+
+  get size(): number {
+    return this.entities.size
+  }
+
+  /** Brings the model up to date with what `event` changed, re-reading it from `view`. */
+  refresh(view: StoreView, event: GraphEvent): void {
+    const names = touchedEntities(event)
+    for (const name of names) {
+      const entity = getEntity(view, this.project, name)
+      if (entity === undefined) this.removeEntity(name)
+      else this.putEntity(entity)
+    }
+    for (const key of this.affectedRelations(view, event, names)) {
+      this.removeRelation(key)
+      const relation = view.get(key) as GraphRelationRecord | undefined
+      if (relation !== undefined) this.putRelation(key, relation)
+    }
+  }
+
+  /** search_nodes: matching entities in creation order, and every relation touching one of them. */
+  search(query: string): KnowledgeGraph {
+    const found = this.index
+      .search(query)
+      .flatMap((name) => this.entities.get(name) ?? [])
+      .sort((a, b) => a.order - b.order)
+    const keys = new Set<string>()
+    for (const { entity } of found) for (const key of this.adjacency.get(entity.name) ?? []) keys.add(key)
+    const relations = [...keys].flatMap((key) => this.relations.get(key) ?? []).sort((a, b) => a.order - b.order)
+    return { entities: found.map(({ entity }) => entity), relations: relations.map(({ relation }) => relation) }
+  }
+
+  private affectedRelations(view: StoreView, event: GraphEvent, names: ReadonlyArray<string>): Set<string> {
+    const keys = new Set<string>()
+    if (event._tag === "RelationsCreated" || event._tag === "RelationsDeleted") {
+      for (const relation of event.relations)
+        keys.add(relationKey(this.project, relation.from, relation.to, relation.relationType))
+    }
+    if (event._tag === "EntitiesDeleted" || event._tag === "EntitiesMerged") {
+      // Cascades and rewiring: every relation that touched these names before, and every one now.
+      for (const name of names) {
+        for (const key of this.adjacency.get(name) ?? []) keys.add(key)
+        for (const { key } of view.getRange(relationsFrom(this.project, name))) keys.add(key)
+        for (const { key } of view.getRange(relationsTo(this.project, name))) keys.add(relationKeyOfIncoming(key))
+      }
+    }
+    return keys
+  }
+
+  private putEntity(record: GraphEntityRecord): void {
+    const entity: Entity = {
+      name: record.name,
+      entityType: record.entityType,
+      observations: record.observations.map((observation) => observation.text),
+    }
+    this.entities.set(record.name, { entity, order: record.order })
+    this.index.upsert(record.name, textsOf(record))
+  }
+
+  private removeEntity(name: string): void {
+    this.entities.delete(name)
+    this.index.remove(name)
+  }
+
+  private putRelation(key: string, record: GraphRelationRecord): void {
+    const relation: Relation = { from: record.from, to: record.to, relationType: record.relationType }
+    this.relations.set(key, { relation, order: record.order })
+    for (const end of [record.from, record.to]) {
+      let keys = this.adjacency.get(end)
+      if (keys === undefined) this.adjacency.set(end, (keys = new Set()))
+      keys.add(key)
+    }
+  }
+
+  private removeRelation(key: string): void {
+    const cached = this.relations.get(key)
+    if (cached === undefined) return
+    this.relations.delete(key)
+    for (const end of [cached.relation.from, cached.relation.to]) {
+      const keys = this.adjacency.get(end)
+      keys?.delete(key)
+      if (keys?.size === 0) this.adjacency.delete(end)
+    }
+  }
+}
+
+/** The entity names an event touched. */
+export const touchedEntities = (event: GraphEvent): ReadonlyArray<string> => {
+  switch (event._tag) {
+    case "EntitiesCreated":
+      return event.entities.map((entity) => entity.name)
+    case "ObservationsAdded":
+      return event.additions.map((addition) => addition.entityName)
+    case "ObservationsDeleted":
+      return event.deletions.map((deletion) => deletion.entityName)
+    case "EntitiesDeleted":
+      return event.names
+    case "EntitiesMerged":
+      return [event.target, ...event.sources]
+    case "RelationsCreated":
+    case "RelationsDeleted":
+      return []
+  }
+}
