@@ -127,9 +127,9 @@ export class ProjectReadModel {
     const relation: Relation = { from: record.from, to: record.to, relationType: record.relationType }
     this.relations.set(key, { relation, order: record.order })
     for (const end of [record.from, record.to]) {
-      let keys = this.adjacency.get(end)
-      if (keys === undefined) this.adjacency.set(end, (keys = new Set()))
+      const keys = this.adjacency.get(end) ?? new Set<string>()
       keys.add(key)
+      this.adjacency.set(end, keys)
     }
   }
 

@@ -17,6 +17,7 @@
  * schemas deliberately do not re-check them, so data written under older limits still decodes.
  */
 import { Schema } from "effect"
+import { isMaxUtf8Bytes } from "../schema/TextChecks.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Limits. Byte limits count UTF-8 bytes of the string as received.
@@ -42,14 +43,7 @@ export const projectNameBytesMax = 256
 /** The project an entity or relation belongs to when the caller names none. */
 export const defaultProjectName = "default"
 
-/** UTF-8 byte length of `text` (a lone surrogate counts as the 3-byte U+FFFD it encodes to). */
-export const utf8ByteLength = (text: string): number => Buffer.byteLength(text, "utf8")
-
-/** A Schema check: the string is at most `maxBytes` UTF-8 bytes long. */
-export const isMaxUtf8Bytes = (maxBytes: number) =>
-  Schema.makeFilter<string>((text) =>
-    utf8ByteLength(text) <= maxBytes ? undefined : `expected at most ${maxBytes} UTF-8 bytes`,
-  )
+export { isMaxUtf8Bytes, utf8ByteLength } from "../schema/TextChecks.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Official shapes

@@ -16,6 +16,7 @@
 
 import { Effect, Schema } from "effect"
 import { type Database, open, type RootDatabase } from "lmdb"
+import { decodeKey, encodeKey } from "./KeyCodec.ts"
 
 /** A failure of the LMDB environment itself (open, commit); the owning actor restarts on it. */
 export class CheckpointError extends Schema.TaggedError<CheckpointError>()("CheckpointError", {
@@ -77,16 +78,32 @@ export interface Checkpoint {
   readonly close: () => Promise<void>
 }
 
-const dataView = (data: Database<unknown, string>): StoreView => ({
-  get: (key) => data.get(key),
-  getRange: (range) =>
-    data.getRange({
-      start: range.start,
-      end: range.end,
-      limit: range.limit,
-      reverse: range.reverse,
-    }) as Iterable<Entry>,
-  count: (range) => data.getKeysCount({ start: range.start, end: range.end }),
+const dataView = (data: Database<unknown, Buffer>): StoreView => ({
+  get: (key) => data.get(encodeKey(key)),
+  getRange: (range) => {
+    const decoded = (entries: Iterable<{ key: Buffer; value: unknown }>) =>
+      [...entries].map(({ key, value }) => ({ key: decodeKey(key), value }))
+    if (!range.reverse) {
+      const entries = data.getRange({ start: encodeKey(range.start), end: encodeKey(range.end), limit: range.limit })
+      return entries.map(({ key, value }) => ({ key: decodeKey(key), value })) as Iterable<Entry>
+    }
+    // lmdb-js walks a reverse range from `start` (inclusive, the high end) down to `end` (exclusive):
+    // ask one past the limit to skip `range.end` itself, and look `range.start` up on its own.
+    const high = encodeKey(range.end)
+    const limit = range.limit === undefined ? undefined : range.limit + 1
+    const entries = decoded(
+      data.getRange({
+        start: high,
+        end: encodeKey(range.start),
+        reverse: true,
+        ...(limit !== undefined ? { limit } : {}),
+      }),
+    ).filter((entry) => entry.key !== range.end)
+    const first = data.get(encodeKey(range.start))
+    if (first !== undefined && range.start < range.end) entries.push({ key: range.start, value: first })
+    return range.limit === undefined ? entries : entries.slice(0, range.limit)
+  },
+  count: (range) => data.getKeysCount({ start: encodeKey(range.start), end: encodeKey(range.end) }),
 })
 
 /** Opens (creating) the checkpoint environment at `path`. */
@@ -95,13 +112,14 @@ export const openCheckpoint = (path: string): Effect.Effect<Checkpoint, Checkpoi
     try: () => {
       const env: RootDatabase = open({ path, maxDbs: 4, compression: false })
       // JSON, not msgpack: JSON.stringify escapes lone surrogates, so every JavaScript string round-trips.
-      const data = env.openDB<unknown, string>({ name: "data", encoding: "json" })
+      // Keys are bytes we encode ourselves (KeyCodec.ts): lmdb-js's string keys mangle long keys with U+0000.
+      const data = env.openDB<unknown, Buffer>({ name: "data", encoding: "json", keyEncoding: "binary" })
       const meta = env.openDB<number, string>({ name: "meta" })
       const view = dataView(data)
       const writerIn = (): StoreWriter => ({
         ...view,
-        put: (key, value) => void data.putSync(key, value),
-        remove: (key) => void data.removeSync(key),
+        put: (key, value) => void data.putSync(encodeKey(key), value),
+        remove: (key) => void data.removeSync(encodeKey(key)),
       })
       const stamp = (appliedSeq: number, salt: number) => {
         meta.putSync(metaAppliedSeq, appliedSeq)
@@ -114,8 +132,8 @@ export const openCheckpoint = (path: string): Effect.Effect<Checkpoint, Checkpoi
         view,
         commit: (changes, appliedSeq, salt) => {
           for (const [key, value] of changes) {
-            if (value === undefined) void data.remove(key)
-            else void data.put(key, value)
+            if (value === undefined) void data.remove(encodeKey(key))
+            else void data.put(encodeKey(key), value)
           }
           void meta.put(metaSalt, salt)
           return meta.put(metaAppliedSeq, appliedSeq).then(() => undefined)

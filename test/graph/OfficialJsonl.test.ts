@@ -16,7 +16,7 @@ import {
   decodeOfficialJsonl,
   MalformedJsonlLine,
   parseOfficialJsonl,
-  serializeOfficialJsonl
+  serializeOfficialJsonl,
 } from "../../src/graph/OfficialJsonl.ts"
 
 const officialServerPath = join(
@@ -27,7 +27,7 @@ const officialServerPath = join(
   "@modelcontextprotocol",
   "server-memory",
   "dist",
-  "index.js"
+  "index.js",
 )
 
 /** Text that stresses JSON escaping: quotes, backslashes, newlines, U+2028, lone surrogates, emoji. */
@@ -36,17 +36,17 @@ const awkwardText = fc.oneof(
   fc.string({ unit: "binary", maxLength: 12 }),
   fc
     .array(fc.constantFrom("a", '"', "\\", "\n", "\r\n", "\u2028", "\uD83D", "\uDE00", "😀", "{", "}", " ", "\u0000"), {
-      maxLength: 8
+      maxLength: 8,
     })
-    .map((parts) => parts.join(""))
+    .map((parts) => parts.join("")),
 )
 
 const graphOf = (text: fc.Arbitrary<string>): fc.Arbitrary<KnowledgeGraph> =>
   fc.record({
     entities: fc.array(fc.record({ name: text, entityType: text, observations: fc.array(text, { maxLength: 4 }) }), {
-      maxLength: 8
+      maxLength: 8,
     }),
-    relations: fc.array(fc.record({ from: text, to: text, relationType: text }), { maxLength: 8 })
+    relations: fc.array(fc.record({ from: text, to: text, relationType: text }), { maxLength: 8 }),
   })
 
 const failureOf = (text: string): MalformedJsonlLine => {
@@ -60,16 +60,16 @@ describe("serializeOfficialJsonl", () => {
     const graph: KnowledgeGraph = {
       entities: [
         { name: "Ada", entityType: "person", observations: ['wrote "notes"', "line\nbreak"] },
-        { name: "Analytical Engine", entityType: "machine", observations: [] }
+        { name: "Analytical Engine", entityType: "machine", observations: [] },
       ],
-      relations: [{ from: "Ada", to: "Analytical Engine", relationType: "programs" }]
+      relations: [{ from: "Ada", to: "Analytical Engine", relationType: "programs" }],
     }
     expect(serializeOfficialJsonl(graph)).toBe(
       [
         '{"type":"entity","name":"Ada","entityType":"person","observations":["wrote \\"notes\\"","line\\nbreak"]}',
         '{"type":"entity","name":"Analytical Engine","entityType":"machine","observations":[]}',
-        '{"type":"relation","from":"Ada","to":"Analytical Engine","relationType":"programs"}'
-      ].join("\n")
+        '{"type":"relation","from":"Ada","to":"Analytical Engine","relationType":"programs"}',
+      ].join("\n"),
     )
     expect(serializeOfficialJsonl({ entities: [], relations: [] })).toBe("")
   })
@@ -83,7 +83,7 @@ describe("decodeOfficialJsonl", () => {
         expect(Result.isSuccess(decoded)).toBe(true)
         if (Result.isSuccess(decoded)) expect(decoded.success).toEqual({ graph, ignoredLines: [] })
       }),
-      { numRuns: 500 }
+      { numRuns: 500 },
     )
   })
 
@@ -95,15 +95,15 @@ describe("decodeOfficialJsonl", () => {
       '{"type":"note","text":"not part of the graph"}',
       '{"name":"untyped"}',
       '{"type":"relation","from":"A","to":"B","relationType":"r","weight":2}',
-      ""
+      "",
     ].join("\n")
     const decoded = decodeOfficialJsonl(text)
     expect(Result.isSuccess(decoded) && decoded.success).toEqual({
       graph: {
         entities: [{ name: "A", entityType: "t", observations: ["x"] }],
-        relations: [{ from: "A", to: "B", relationType: "r" }]
+        relations: [{ from: "A", to: "B", relationType: "r" }],
       },
-      ignoredLines: [4, 5]
+      ignoredLines: [4, 5],
     })
   })
 
@@ -144,9 +144,9 @@ describe("decodeOfficialJsonl", () => {
           const decoded = decodeOfficialJsonl(lines.join("\n"))
           expect(Result.isFailure(decoded)).toBe(true)
           if (Result.isFailure(decoded)) expect(decoded.failure.line).toBe(at + 1)
-        }
+        },
       ),
-      { numRuns: 300 }
+      { numRuns: 300 },
     )
   })
 })
@@ -178,8 +178,8 @@ describe("interoperability with the official server", () => {
         command: process.execPath,
         args: [officialServerPath],
         env: { ...(process.env as Record<string, string>), MEMORY_FILE_PATH: memoryFile },
-        stderr: "ignore"
-      })
+        stderr: "ignore",
+      }),
     )
   })
 
@@ -197,7 +197,7 @@ describe("interoperability with the official server", () => {
         writeFileSync(memoryFile, serializeOfficialJsonl(graph))
         expect(await officialReadGraph()).toEqual(graph)
       }),
-      { numRuns: 40 }
+      { numRuns: 40 },
     )
   })
 
@@ -213,7 +213,7 @@ describe("interoperability with the official server", () => {
         // Byte-identical: re-serializing what we parsed reproduces the official file.
         if (Result.isSuccess(decoded)) expect(serializeOfficialJsonl(decoded.success.graph)).toBe(written)
       }),
-      { numRuns: 40 }
+      { numRuns: 40 },
     )
   })
 })

@@ -26,7 +26,7 @@ import {
   searchQueryBytesMax,
   toOfficialEntity,
   toStoredEntity,
-  utf8ByteLength
+  utf8ByteLength,
 } from "../../src/graph/Model.ts"
 import * as Official from "../../src/graph/OfficialSemantics.ts"
 import { officialDeletionMessages } from "../../src/tools/officialToolDefinitions.ts"
@@ -39,18 +39,18 @@ const officialServerPath = join(
   "@modelcontextprotocol",
   "server-memory",
   "dist",
-  "index.js"
+  "index.js",
 )
 
 const entity = (name: string, entityType = "thing", observations: ReadonlyArray<string> = []): Entity => ({
   name,
   entityType,
-  observations
+  observations,
 })
 const relation = (from: string, to: string, relationType = "knows"): Relation => ({ from, to, relationType })
 const graphOf = (entities: ReadonlyArray<Entity>, relations: ReadonlyArray<Relation> = []): KnowledgeGraph => ({
   entities,
-  relations
+  relations,
 })
 
 const succeeded = <A, E>(result: Result.Result<A, E>): A => {
@@ -80,7 +80,7 @@ describe("createRelations", () => {
       relation("A", "B"),
       relation("A", "B", "likes"),
       relation("X", "Y"),
-      relation("X", "Y")
+      relation("X", "Y"),
     ])
     expect(result).toEqual([relation("A", "B", "likes"), relation("X", "Y"), relation("X", "Y")])
     expect(graph.relations).toHaveLength(4)
@@ -94,13 +94,13 @@ describe("addObservations", () => {
       Official.addObservations(start, [
         { entityName: "Ada", contents: ["a", "b", "b"] },
         { entityName: "Bob", contents: [] },
-        { entityName: "Ada", contents: ["b", "c"] }
-      ])
+        { entityName: "Ada", contents: ["b", "c"] },
+      ]),
     )
     expect(result).toEqual([
       { entityName: "Ada", addedObservations: ["b", "b"] },
       { entityName: "Bob", addedObservations: [] },
-      { entityName: "Ada", addedObservations: ["c"] }
+      { entityName: "Ada", addedObservations: ["c"] },
     ])
     expect(graph.entities[0]).toEqual(entity("Ada", "person", ["a", "b", "b", "c"]))
   })
@@ -109,7 +109,7 @@ describe("addObservations", () => {
     const start = graphOf([entity("Ada")])
     const result = Official.addObservations(start, [
       { entityName: "Ada", contents: ["kept?"] },
-      { entityName: "Ghost", contents: ["x"] }
+      { entityName: "Ghost", contents: ["x"] },
     ])
     expect(Result.isFailure(result)).toBe(true)
     if (Result.isFailure(result)) {
@@ -131,7 +131,7 @@ describe("deleteEntities", () => {
   it("removes the entities and cascades to every relation that mentions a listed name", () => {
     const start = graphOf(
       [entity("A"), entity("B"), entity("C")],
-      [relation("A", "B"), relation("B", "C"), relation("C", "A"), relation("Ghost", "C"), relation("C", "C")]
+      [relation("A", "B"), relation("B", "C"), relation("C", "A"), relation("Ghost", "C"), relation("C", "C")],
     )
     const graph = Official.deleteEntities(start, ["A", "Ghost", "Nobody"])
     expect(graph.entities.map((e) => e.name)).toEqual(["B", "C"])
@@ -140,7 +140,7 @@ describe("deleteEntities", () => {
 
   it("removes every entity sharing a listed name", () => {
     expect(Official.deleteEntities(graphOf([entity("D"), entity("D"), entity("E")]), ["D"]).entities).toEqual([
-      entity("E")
+      entity("E"),
     ])
   })
 })
@@ -151,7 +151,7 @@ describe("deleteObservations", () => {
     const graph = Official.deleteObservations(start, [
       { entityName: "A", observations: ["x", "nope"] },
       { entityName: "Ghost", observations: ["y"] },
-      { entityName: "A", observations: ["z"] }
+      { entityName: "A", observations: ["z"] },
     ])
     expect(graph.entities).toEqual([entity("A", "t", ["y"])])
   })
@@ -162,7 +162,7 @@ describe("deleteRelations", () => {
     const start = graphOf([], [relation("A", "B"), relation("A", "B"), relation("A", "B", "likes"), relation("B", "A")])
     expect(Official.deleteRelations(start, [relation("A", "B")]).relations).toEqual([
       relation("A", "B", "likes"),
-      relation("B", "A")
+      relation("B", "A"),
     ])
   })
 })
@@ -173,14 +173,14 @@ describe("searchNodes", () => {
       entity("Ada Lovelace", "Person", ["Wrote the first PROGRAM"]),
       entity("Engine", "machine", ["steam powered"]),
       entity("Babbage", "person"),
-      entity("İzmir", "city")
+      entity("İzmir", "city"),
     ],
     [
       relation("Ada Lovelace", "Engine", "programs"),
       relation("Babbage", "Engine", "built"),
       relation("Ada Lovelace", "Nobody", "dangles"),
-      relation("Engine", "Babbage", "credits")
-    ]
+      relation("Engine", "Babbage", "credits"),
+    ],
   )
 
   it("matches name, type and observations case-insensitively, in graph order", () => {
@@ -195,12 +195,12 @@ describe("searchNodes", () => {
   it("returns relations with at least one endpoint among the matches (not both)", () => {
     expect(Official.searchNodes(graph, "lovelace").relations).toEqual([
       relation("Ada Lovelace", "Engine", "programs"),
-      relation("Ada Lovelace", "Nobody", "dangles")
+      relation("Ada Lovelace", "Nobody", "dangles"),
     ])
     expect(Official.searchNodes(graph, "steam").relations).toEqual([
       relation("Ada Lovelace", "Engine", "programs"),
       relation("Babbage", "Engine", "built"),
-      relation("Engine", "Babbage", "credits")
+      relation("Engine", "Babbage", "credits"),
     ])
     expect(Official.searchNodes(graph, "no such thing")).toEqual({ entities: [], relations: [] })
   })
@@ -209,7 +209,7 @@ describe("searchNodes", () => {
 describe("openNodes", () => {
   const graph = graphOf(
     [entity("A"), entity("B"), entity("C")],
-    [relation("A", "B"), relation("B", "C"), relation("C", "Ghost")]
+    [relation("A", "B"), relation("B", "C"), relation("C", "Ghost")],
   )
 
   it("returns the named entities in graph order and relations touching any of them", () => {
@@ -253,7 +253,7 @@ describe("Model", () => {
     fc.assert(
       fc.property(fc.string({ unit: fc.constantFrom("a", "é", "€", "😀", "\uD83D", "\uDE00") }), (text) => {
         expect(utf8ByteLength(text)).toBe(new TextEncoder().encode(text).length)
-      })
+      }),
     )
   })
 
@@ -261,7 +261,7 @@ describe("Model", () => {
     const stored = toStoredEntity(entity("Ada", "person", ["x", "y"]), "default", 1_700_000_000_000)
     expect(stored.observations).toEqual([
       { text: "x", createdAt: 1_700_000_000_000 },
-      { text: "y", createdAt: 1_700_000_000_000 }
+      { text: "y", createdAt: 1_700_000_000_000 },
     ])
     const official = toOfficialEntity(stored)
     expect(JSON.stringify(official)).toBe('{"name":"Ada","entityType":"person","observations":["x","y"]}')
@@ -298,16 +298,16 @@ const operation: fc.Arbitrary<Operation> = fc.oneof(
     weight: 3,
     arbitrary: fc.record({
       tool: fc.constant("add_observations" as const),
-      observations: few(fc.record({ entityName: name, contents: few(word) }))
-    })
+      observations: few(fc.record({ entityName: name, contents: few(word) })),
+    }),
   },
   { weight: 1, arbitrary: fc.record({ tool: fc.constant("delete_entities" as const), entityNames: few(name) }) },
   {
     weight: 1,
     arbitrary: fc.record({
       tool: fc.constant("delete_observations" as const),
-      deletions: few(fc.record({ entityName: name, observations: few(word) }))
-    })
+      deletions: few(fc.record({ entityName: name, observations: few(word) })),
+    }),
   },
   { weight: 1, arbitrary: fc.record({ tool: fc.constant("delete_relations" as const), relations: few(aRelation) }) },
   { weight: 1, arbitrary: fc.record({ tool: fc.constant("read_graph" as const) }) },
@@ -315,10 +315,10 @@ const operation: fc.Arbitrary<Operation> = fc.oneof(
     weight: 4,
     arbitrary: fc.record({
       tool: fc.constant("search_nodes" as const),
-      query: fc.oneof(word, name, fc.constantFrom("E", "a", "I"))
-    })
+      query: fc.oneof(word, name, fc.constantFrom("E", "a", "I")),
+    }),
   },
-  { weight: 3, arbitrary: fc.record({ tool: fc.constant("open_nodes" as const), names: few(name) }) }
+  { weight: 3, arbitrary: fc.record({ tool: fc.constant("open_nodes" as const), names: few(name) }) },
 )
 
 /** A sequence that starts from a populated graph. */
@@ -326,12 +326,12 @@ const operations: fc.Arbitrary<ReadonlyArray<Operation>> = fc
   .tuple(
     fc.array(anEntity, { minLength: 1, maxLength: 6 }),
     fc.array(aRelation, { minLength: 1, maxLength: 6 }),
-    fc.array(operation, { minLength: 1, maxLength: 30 })
+    fc.array(operation, { minLength: 1, maxLength: 30 }),
   )
   .map(([entities, relations, rest]) => [
     { tool: "create_entities" as const, entities },
     { tool: "create_relations" as const, relations },
-    ...rest
+    ...rest,
   ])
 
 /** What a tool call answers, in the official wire shape. */
@@ -343,11 +343,11 @@ interface ToolAnswer {
 
 const answerWith = (structuredContent: object, shown: unknown): ToolAnswer => ({
   content: [{ type: "text", text: JSON.stringify(shown, null, 2) }],
-  structuredContent
+  structuredContent,
 })
 const deleted = (message: string): ToolAnswer => ({
   content: [{ type: "text", text: message }],
-  structuredContent: { success: true, message }
+  structuredContent: { success: true, message },
 })
 
 /** Applies one operation to the model and answers as the official tool would. */
@@ -372,17 +372,17 @@ const applyToModel = (graph: KnowledgeGraph, step: Operation): { graph: Knowledg
     case "delete_entities":
       return {
         graph: Official.deleteEntities(graph, step.entityNames),
-        answer: deleted(officialDeletionMessages.delete_entities)
+        answer: deleted(officialDeletionMessages.delete_entities),
       }
     case "delete_observations":
       return {
         graph: Official.deleteObservations(graph, step.deletions),
-        answer: deleted(officialDeletionMessages.delete_observations)
+        answer: deleted(officialDeletionMessages.delete_observations),
       }
     case "delete_relations":
       return {
         graph: Official.deleteRelations(graph, step.relations),
-        answer: deleted(officialDeletionMessages.delete_relations)
+        answer: deleted(officialDeletionMessages.delete_relations),
       }
     case "read_graph": {
       const read = Official.readGraph(graph)
@@ -413,8 +413,8 @@ describe("the model against the running official server", () => {
         command: process.execPath,
         args: [officialServerPath],
         env: { ...(process.env as Record<string, string>), MEMORY_FILE_PATH: memoryFile },
-        stderr: "ignore"
-      })
+        stderr: "ignore",
+      }),
     )
   })
 
@@ -439,7 +439,7 @@ describe("the model against the running official server", () => {
         const final = await client.callTool({ name: "read_graph", arguments: {} })
         expect(final.structuredContent).toEqual(graph)
       }),
-      { numRuns: 100 }
+      { numRuns: 100 },
     )
   })
 })

@@ -43,13 +43,13 @@ const trickyPieces = [
   "Ω",
   "ǅ",
   "\u0000", // the index's own text separator
-  "東京"
+  "東京",
 ]
 
 const trickyText = fc.oneof(
   { weight: 4, arbitrary: fc.array(fc.constantFrom(...trickyPieces), { maxLength: 8 }).map((parts) => parts.join("")) },
   { weight: 1, arbitrary: fc.string({ unit: "binary", maxLength: 8 }) },
-  { weight: 1, arbitrary: fc.string({ unit: "grapheme", maxLength: 6 }) }
+  { weight: 1, arbitrary: fc.string({ unit: "grapheme", maxLength: 6 }) },
 )
 
 const documentTexts = fc.array(trickyText, { minLength: 1, maxLength: 4 })
@@ -79,7 +79,7 @@ const queryFor = (documents: ReadonlyArray<ReadonlyArray<string>>) => {
     { weight: 3, arbitrary: sliceOf(texts) },
     { weight: 1, arbitrary: sliceOf(spans) },
     { weight: 1, arbitrary: words.length === 0 ? fc.constant("word") : fc.constantFrom(...words) },
-    { weight: 2, arbitrary: trickyText }
+    { weight: 2, arbitrary: trickyText },
   )
 }
 
@@ -95,10 +95,10 @@ type Operation =
 const operation: fc.Arbitrary<Operation> = fc.oneof(
   {
     weight: 4,
-    arbitrary: fc.record({ kind: fc.constant("upsert" as const), key: fc.nat({ max: 12 }), texts: documentTexts })
+    arbitrary: fc.record({ kind: fc.constant("upsert" as const), key: fc.nat({ max: 12 }), texts: documentTexts }),
   },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("remove" as const), key: fc.nat({ max: 12 }) }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant("search" as const), query: trickyText }) }
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant("search" as const), query: trickyText }) },
 )
 
 describe("SubstringIndex", () => {
@@ -108,12 +108,12 @@ describe("SubstringIndex", () => {
         fc
           .array(documentTexts, { maxLength: 30 })
           .chain((documents) =>
-            fc.tuple(fc.constant(documents), fc.array(queryFor(documents), { minLength: 1, maxLength: 15 }))
+            fc.tuple(fc.constant(documents), fc.array(queryFor(documents), { minLength: 1, maxLength: 15 })),
           ),
         ([documents, queries]) => {
           const index = new SubstringIndex<number>({
             candidatesWorthIntersecting: 0,
-            verifyToMarkCostRatio: Number.POSITIVE_INFINITY
+            verifyToMarkCostRatio: Number.POSITIVE_INFINITY,
           })
           const model = new Map<number, ReadonlyArray<string>>()
           documents.forEach((texts, key) => {
@@ -121,9 +121,9 @@ describe("SubstringIndex", () => {
             model.set(key, texts)
           })
           for (const query of queries) expect(index.search(query)).toEqual(linearSearch(model, query))
-        }
+        },
       ),
-      { numRuns: 1000 }
+      { numRuns: 1000 },
     )
   })
 
@@ -144,7 +144,7 @@ describe("SubstringIndex", () => {
             // Small graphs never reach the intersection thresholds unless told to.
             ...(alwaysIntersect
               ? { candidatesWorthIntersecting: 0, verifyToMarkCostRatio: Number.POSITIVE_INFINITY }
-              : {})
+              : {}),
           })
           const model = new Map<number, ReadonlyArray<string>>()
           for (const step of operations) {
@@ -170,9 +170,9 @@ describe("SubstringIndex", () => {
             }
           }
           expect(index.keys()).toEqual([...model.keys()])
-        }
+        },
       ),
-      { numRuns: 1000 }
+      { numRuns: 1000 },
     )
   })
 

@@ -15,7 +15,7 @@ import { describe, expect, it } from "vitest"
 import {
   officialToolDefinition,
   officialToolDefinitions,
-  officialToolNames
+  officialToolNames,
 } from "../../src/tools/officialToolDefinitions.ts"
 
 const fixturePath = join(import.meta.dirname, "..", "fixtures", "official-tools-list.json")
@@ -27,7 +27,7 @@ const officialServerPath = join(
   "@modelcontextprotocol",
   "server-memory",
   "dist",
-  "index.js"
+  "index.js",
 )
 
 const readFixture = (): { readonly tools: ReadonlyArray<unknown> } => JSON.parse(readFileSync(fixturePath, "utf8"))
@@ -39,7 +39,7 @@ const rawToolsList = (): Promise<string> =>
     const memoryFile = join(directory, "memory.jsonl")
     const server = spawn(process.execPath, [officialServerPath], {
       env: { ...process.env, MEMORY_FILE_PATH: memoryFile },
-      stdio: ["pipe", "pipe", "ignore"]
+      stdio: ["pipe", "pipe", "ignore"],
     })
     const send = (message: object) => server.stdin.write(`${JSON.stringify(message)}\n`)
     let buffered = ""
@@ -66,7 +66,7 @@ const rawToolsList = (): Promise<string> =>
       jsonrpc: "2.0",
       id: 1,
       method: "initialize",
-      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "mnemos-test", version: "0" } }
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "mnemos-test", version: "0" } },
     })
   })
 
@@ -100,7 +100,7 @@ describe("official tool definitions", () => {
       command: process.execPath,
       args: [officialServerPath],
       env: { ...(process.env as Record<string, string>), MEMORY_FILE_PATH: memoryFile },
-      stderr: "ignore"
+      stderr: "ignore",
     })
     const client = new Client({ name: "mnemos-test", version: "0" })
     await client.connect(transport)
@@ -111,5 +111,12 @@ describe("official tool definitions", () => {
       await client.close()
       rmSync(directory, { recursive: true, force: true })
     }
+  })
+})
+
+describe("every tool in the catalogue", () => {
+  it("has an object input schema (MCP clients refuse tools/list otherwise)", async () => {
+    const { catalogue } = await import("../../src/tools/Catalogue.ts")
+    for (const tool of catalogue) expect(tool.definition.inputSchema.type, tool.definition.name).toBe("object")
   })
 })
