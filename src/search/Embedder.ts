@@ -1,0 +1,253 @@
+/**
+ * The embedder: sentence embeddings for search, on onnxruntime-node.
+ *
+ * Owns one encoder on the main thread (short query texts: one ONNX run of the static model takes
+ * tens of microseconds, less than a round trip to a worker) and one in a worker thread (batches
+ * of documents being indexed). The model loads in the background: until it is ready, `embedQuery`
+ * answers `undefined` and search falls back to full text; `ready` waits for it.
+ *
+ * The default model is the static GloVe SIF graph (StaticModelBuild.ts): taken from
+ * dist/models/ when `npm run build` made it, else built once into `<dataDir>/search/models/`.
+ * A transformer model is used when `model` names a directory with model.onnx + tokenizer.json.
+ */
+import { existsSync } from "node:fs"
+import { createRequire } from "node:module"
+import { dirname, join } from "node:path"
+import { fileURLToPath, pathToFileURL } from "node:url"
+import { Worker } from "node:worker_threads"
+import { Context, Deferred, Effect, Exit, Layer, Schema, type Scope } from "effect"
+import type { WorkerReply, WorkerRequest } from "./EmbedderWorker.ts"
+import { type EncoderConfig, loadEncoder, type SentenceEncoder } from "./SentenceEncoder.ts"
+import { buildStaticModel, defaultVocabularySize, isStaticModelCurrent } from "./StaticModelBuild.ts"
+
+/** The embedder failed: the model could not load, or a run failed. */
+export class EmbedderError extends Schema.TaggedError<EmbedderError>()("EmbedderError", {
+  reason: Schema.Literals(["LoadFailed", "RunFailed"]),
+  message: Schema.String,
+}) {}
+
+/** Where the embedder is, for health and mem-stats. */
+export type EmbedderStatus =
+  | { readonly state: "loading" }
+  | { readonly state: "ready"; readonly modelId: string; readonly dimensions: number; readonly worker: boolean }
+  | { readonly state: "failed"; readonly message: string }
+
+/** Sentence embeddings. */
+export class Embedder extends Context.Service<
+  Embedder,
+  {
+    /** Waits until the model is loaded (or failed). */
+    readonly ready: Effect.Effect<EmbedderStatus>
+    readonly status: () => EmbedderStatus
+    /** Embeds one query inline; `undefined` while loading or when no word is known. */
+    readonly embedQuery: (text: string) => Effect.Effect<Float32Array | undefined, EmbedderError>
+    /** Embeds many texts in the worker thread (inline when the worker is off). */
+    readonly embedBatch: (
+      texts: ReadonlyArray<string>,
+    ) => Effect.Effect<ReadonlyArray<Float32Array | undefined>, EmbedderError>
+  }
+>()("mnemos/search/Embedder") {}
+
+/** The directory name of the default model, under dist/models/ or `<dataDir>/search/models/`. */
+export const defaultModelName = "glove-sif-100d"
+
+/** The package root: two levels above this module, from src/search/ and dist/search/ alike. */
+const packageRoot = () => join(dirname(fileURLToPath(import.meta.url)), "..", "..")
+
+/** The prebuilt default model (from `npm run build`), when present and current. */
+export const packagedModelDir = (): string => join(packageRoot(), "dist", "models", defaultModelName)
+
+/** Finds the default model, building it into the data directory when nothing current exists. */
+export const resolveDefaultModel = (dataDir: string | undefined): string => {
+  const packaged = packagedModelDir()
+  if (isStaticModelCurrent(packaged, defaultVocabularySize)) return packaged
+  if (dataDir === undefined) throw new Error(`no embedding model at ${packaged}: run npm run build`)
+  const cached = join(dataDir, "search", "models", defaultModelName)
+  if (!isStaticModelCurrent(cached, defaultVocabularySize)) buildStaticModel({ outDir: cached })
+  return cached
+}
+
+/**
+ * Like `resolveDefaultModel`, but a first-run build (10–20 s of parsing the GloVe package) runs in
+ * a worker thread, so the daemon keeps answering meanwhile.
+ */
+const resolveDefaultModelOffThread = async (
+  dataDir: string | undefined,
+  own: (close: () => Promise<unknown>) => void,
+): Promise<string> => {
+  const packaged = packagedModelDir()
+  if (isStaticModelCurrent(packaged, defaultVocabularySize) || dataDir === undefined)
+    return resolveDefaultModel(dataDir)
+  const cached = join(dataDir, "search", "models", defaultModelName)
+  if (isStaticModelCurrent(cached, defaultVocabularySize)) return cached
+  await new Promise<void>((resolve, reject) => {
+    const worker = startWorker({ build: cached })
+    own(() => worker.terminate())
+    worker.once("message", (reply: WorkerReply) =>
+      "built" in reply && reply.built ? resolve() : reject(new Error("error" in reply ? reply.error : "build failed")),
+    )
+    worker.once("error", reject)
+  })
+  return cached
+}
+
+/** How the embedder is set up. */
+export interface EmbedderConfig {
+  /** The model; default: the static GloVe model (see `resolveDefaultModel`). */
+  readonly model?: EncoderConfig
+  /** Used to cache a default model built on first run. */
+  readonly dataDir?: string
+  /** Embed batches in a worker thread (default true). */
+  readonly worker?: boolean
+}
+
+/** Starts a worker running `EmbedderWorker` for `config`; from source, through tsx's loader. */
+const startWorker = (config: EncoderConfig | { readonly build: string }): Worker => {
+  const here = fileURLToPath(import.meta.url)
+  if (here.endsWith(".js")) return new Worker(new URL("./EmbedderWorker.js", import.meta.url), { workerData: config })
+  const tsxApi = pathToFileURL(
+    createRequire(import.meta.url)
+      .resolve("tsx/esm/api")
+      .replace(/\.cjs$/, ".mjs"),
+  ).href
+  const target = new URL("./EmbedderWorker.ts", import.meta.url).href
+  const code = `(async () => { const { register } = await import(${JSON.stringify(tsxApi)}); register(); await import(${JSON.stringify(target)}) })()`
+  return new Worker(code, { eval: true, workerData: config })
+}
+
+/** How long a worker may take to release its model and exit before it is terminated. */
+const workerCloseTimeoutMs = 5_000
+
+/** A worker-backed batch encoder; resolves once the worker's model is loaded. */
+const openWorker = (
+  config: EncoderConfig,
+  own: (close: () => Promise<unknown>) => void,
+): Promise<{ encode: SentenceEncoder["encode"] }> =>
+  new Promise((resolve, reject) => {
+    const worker = startWorker(config)
+    own(async () => {
+      worker.removeAllListeners("exit")
+      // Ask the worker to release its model and exit; terminate only if it does not in time.
+      const exited = new Promise<void>((done) => worker.once("exit", () => done()))
+      worker.postMessage({ close: true } satisfies WorkerRequest)
+      const timer = setTimeout(() => void worker.terminate(), workerCloseTimeoutMs)
+      await exited
+      clearTimeout(timer)
+    })
+    const pending = new Map<
+      number,
+      { resolve: (v: Array<Float32Array | undefined>) => void; reject: (e: Error) => void }
+    >()
+    let nextId = 0
+    let failed: Error | undefined
+    const failAll = (error: Error) => {
+      failed = error
+      for (const waiter of pending.values()) waiter.reject(error)
+      pending.clear()
+    }
+    worker.on("error", (error) => {
+      failAll(error)
+      reject(error)
+    })
+    worker.on("exit", (code) => failAll(new Error(`embedder worker exited (${code})`)))
+    worker.on("message", (reply: WorkerReply) => {
+      if ("ready" in reply) {
+        if (!reply.ready) return reject(new Error(reply.error))
+        return resolve({
+          encode: (texts) => {
+            if (failed !== undefined) return Promise.reject(failed)
+            const id = nextId++
+            return new Promise((resolveRun, rejectRun) => {
+              pending.set(id, { resolve: resolveRun, reject: rejectRun })
+              worker.postMessage({ id, texts } satisfies WorkerRequest)
+            })
+          },
+        })
+      }
+      if (!("id" in reply)) return
+      const waiter = pending.get(reply.id)
+      if (waiter === undefined) return
+      pending.delete(reply.id)
+      if ("error" in reply) waiter.reject(new Error(reply.error))
+      else waiter.resolve(reply.vectors.map((vector) => vector ?? undefined))
+    })
+  })
+
+const errorMessage = (error: unknown) => (error instanceof Error ? error.message : String(error))
+
+/** Builds the embedder; the model loads in the background and is released with the scope. */
+export const makeEmbedder = (config: EmbedderConfig): Effect.Effect<Embedder["Service"], never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const useWorker = config.worker ?? true
+    let status: EmbedderStatus = { state: "loading" }
+    let inline: SentenceEncoder | undefined
+    let batch: SentenceEncoder["encode"] | undefined
+    const closers: Array<() => Promise<unknown>> = []
+    let closed = false
+    // Loading goes on in a promise even if the scope closes meanwhile: whatever it opens after
+    // that is closed at once, so no worker thread outlives the engine.
+    const own = (close: () => Promise<unknown>) => {
+      if (closed) void close().catch(() => undefined)
+      else closers.push(close)
+    }
+    const loaded = yield* Deferred.make<EmbedderStatus>()
+
+    const load = Effect.tryPromise({
+      try: async () => {
+        const model: EncoderConfig = config.model ?? {
+          kind: "static",
+          dir: await resolveDefaultModelOffThread(config.dataDir, own),
+        }
+        const encoder = await loadEncoder(model)
+        own(encoder.close)
+        if (closed) throw new Error("the embedder was closed while loading")
+        inline = encoder
+        if (useWorker) batch = (await openWorker(model, own)).encode
+        else batch = encoder.encode
+        return { state: "ready", modelId: encoder.id, dimensions: encoder.dimensions, worker: useWorker } as const
+      },
+      catch: (error) => new EmbedderError({ reason: "LoadFailed", message: errorMessage(error) }),
+    })
+    yield* Effect.addFinalizer(() =>
+      Effect.promise(() => {
+        closed = true
+        return Promise.allSettled(closers.splice(0).map((close) => close())).then(() => undefined)
+      }),
+    )
+    yield* Effect.forkScoped(
+      Effect.exit(load).pipe(
+        Effect.flatMap((exit) => {
+          status = Exit.isSuccess(exit) ? exit.value : { state: "failed", message: exit.cause.toString() }
+          return Deferred.succeed(loaded, status)
+        }),
+      ),
+    )
+
+    const run = (encode: SentenceEncoder["encode"], texts: ReadonlyArray<string>) =>
+      Effect.tryPromise({
+        try: () => encode(texts),
+        catch: (error) => new EmbedderError({ reason: "RunFailed", message: errorMessage(error) }),
+      })
+
+    return Embedder.of({
+      ready: Deferred.await(loaded),
+      status: () => status,
+      embedQuery: (text) =>
+        inline === undefined ? Effect.succeed(undefined) : Effect.map(run(inline.encode, [text]), (out) => out[0]),
+      embedBatch: (texts) =>
+        Effect.gen(function* () {
+          if (batch === undefined) {
+            const ready = yield* Deferred.await(loaded)
+            if (ready.state === "failed")
+              return yield* new EmbedderError({ reason: "LoadFailed", message: ready.message })
+          }
+          return yield* run(batch!, texts)
+        }),
+    })
+  })
+
+/** The embedder as a layer. */
+export const layer = (config: EmbedderConfig): Layer.Layer<Embedder> => Layer.effect(Embedder, makeEmbedder(config))
+
+/** Resolves true when the model files exist where `resolveDefaultModel` would look first. */
+export const hasPackagedModel = (): boolean => existsSync(packagedModelDir())

@@ -1,0 +1,259 @@
+/**
+ * Full-text search: FlexSearch inverted indexes per store and field, scored by BM25F.
+ *
+ * FlexSearch holds the postings (term → documents) of each (store, field); this module keeps
+ * what BM25 needs beside them: each document's term frequencies per field (sorted term ids,
+ * binary-searched), document frequencies and field lengths. Statistics are global over all
+ * stores, so scores from different stores compare.
+ *
+ *   score(d, q) = Σ_{t ∈ q} Σ_f idf(t) · w_f · tf·(k1+1) / (tf + k1·(1 − b + b·|d_f|/avg_f))
+ *   idf(t)      = ln(1 + (N − df + 0.5) / (df + 0.5))
+ *
+ * A document is a candidate when it contains a query term. A *common* term (in more than
+ * max(`commonTermDocsMin`, `commonTermDocFraction`·N) documents) adds to the score of candidates
+ * found by rarer terms but does not make candidates by itself, unless the query has only common
+ * terms: scoring the 80,000 documents that say "error" would cost more than the query is worth.
+ * The reference scan in the tests implements the same definition.
+ */
+import { Index } from "flexsearch"
+import { TopK } from "./TopK.ts"
+
+/** The indexed fields and their BM25F weights. */
+export const fullTextFields = ["title", "text"] as const
+export const fieldWeights: Readonly<Record<(typeof fullTextFields)[number], number>> = { title: 2, text: 1 }
+export const bm25K1 = 1.2
+export const bm25B = 0.75
+export const commonTermDocsMin = 500
+export const commonTermDocFraction = 0.02
+/** Query terms used (the rest of a very long query is ignored). */
+export const queryTermsMax = 32
+
+/** Inverse document frequency. */
+export const idf = (df: number, documents: number): number => Math.log(1 + (documents - df + 0.5) / (df + 0.5))
+
+/** One field's BM25 term weight. */
+export const bm25Field = (tf: number, length: number, averageLength: number): number =>
+  (tf * (bm25K1 + 1)) / (tf + bm25K1 * (1 - bm25B + (bm25B * length) / (averageLength || 1)))
+
+/** True when a term in `df` of `documents` documents only adds to other terms' candidates. */
+export const isCommonTerm = (df: number, documents: number): boolean =>
+  df > Math.max(commonTermDocsMin, commonTermDocFraction * documents)
+
+interface FieldTerms {
+  readonly ids: Uint32Array
+  readonly tfs: Uint16Array
+  readonly length: number
+}
+
+interface DocumentTerms {
+  readonly store: string
+  readonly fields: ReadonlyArray<FieldTerms>
+}
+
+/** Counts terms: sorted unique term ids and their frequencies. */
+const countTerms = (terms: ReadonlyArray<number>): Omit<FieldTerms, "length"> => {
+  const sorted = [...terms].sort((a, b) => a - b)
+  const ids: Array<number> = []
+  const tfs: Array<number> = []
+  for (const id of sorted) {
+    if (ids.length > 0 && ids[ids.length - 1] === id) tfs[tfs.length - 1]!++
+    else {
+      ids.push(id)
+      tfs.push(1)
+    }
+  }
+  return { ids: Uint32Array.from(ids), tfs: Uint16Array.from(tfs, (tf) => Math.min(tf, 65_535)) }
+}
+
+const termFrequency = (field: FieldTerms, id: number): number => {
+  let low = 0
+  let high = field.ids.length - 1
+  while (low <= high) {
+    const middle = (low + high) >>> 1
+    const value = field.ids[middle]!
+    if (value === id) return field.tfs[middle]!
+    if (value < id) low = middle + 1
+    else high = middle - 1
+  }
+  return 0
+}
+
+type FlexIndex = InstanceType<typeof Index>
+
+const splitTerms = (text: string): Array<string> => (text === "" ? [] : text.split(" "))
+
+/** A full-text hit: a document number and its BM25F score. */
+export interface LexicalHit {
+  readonly num: number
+  readonly score: number
+}
+
+/** The full-text index over every store. */
+export class LexicalIndex {
+  private readonly flex = new Map<string, ReadonlyArray<FlexIndex>>()
+  private readonly termIds = new Map<string, number>()
+  private df: Int32Array = new Int32Array(1024)
+  private readonly documents: Array<DocumentTerms | undefined> = []
+  private readonly totalLengths = fullTextFields.map(() => 0)
+  private count = 0
+  // Per-query scratch, indexed by document number (reused: a query allocates nothing per document).
+  private stamps = new Uint32Array(1024)
+  private scores = new Float64Array(1024)
+  private queryStamp = 0
+
+  /** Documents indexed. */
+  get size(): number {
+    return this.count
+  }
+
+  /** Distinct terms seen. */
+  get terms(): number {
+    return this.termIds.size
+  }
+
+  private indexesOf(store: string): ReadonlyArray<FlexIndex> {
+    let indexes = this.flex.get(store)
+    if (indexes === undefined) {
+      indexes = fullTextFields.map(
+        () => new Index({ tokenize: "strict", resolution: 1, fastupdate: true, encode: splitTerms }) as FlexIndex,
+      )
+      this.flex.set(store, indexes)
+    }
+    return indexes
+  }
+
+  private termId(term: string): number {
+    let id = this.termIds.get(term)
+    if (id === undefined) {
+      id = this.termIds.size
+      this.termIds.set(term, id)
+      if (id >= this.df.length) {
+        const grown = new Int32Array(this.df.length * 2)
+        grown.set(this.df)
+        this.df = grown
+      }
+    }
+    return id
+  }
+
+  /** Indexes document `num` (which must not be indexed already) with its tokenized fields. */
+  add(num: number, store: string, fieldTerms: ReadonlyArray<ReadonlyArray<string>>): void {
+    const indexes = this.indexesOf(store)
+    const seen = new Set<number>()
+    const fields = fieldTerms.map((terms, field) => {
+      const counted = countTerms(terms.map((term) => this.termId(term)))
+      for (const id of counted.ids) seen.add(id)
+      this.totalLengths[field]! += terms.length
+      if (counted.ids.length > 0) indexes[field]!.add(num, [...new Set(terms)].join(" "))
+      return { ...counted, length: terms.length }
+    })
+    for (const id of seen) this.df[id]!++
+    this.documents[num] = { store, fields }
+    this.count++
+  }
+
+  /** Removes document `num`, if indexed. */
+  remove(num: number): void {
+    const document = this.documents[num]
+    if (document === undefined) return
+    const indexes = this.indexesOf(document.store)
+    const seen = new Set<number>()
+    document.fields.forEach((field, index) => {
+      for (const id of field.ids) seen.add(id)
+      this.totalLengths[index]! -= field.length
+      if (field.ids.length > 0) indexes[index]!.remove(num)
+    })
+    for (const id of seen) this.df[id]!--
+    this.documents[num] = undefined
+    this.count--
+  }
+
+  /** Document frequency of `term` (0 when unknown). */
+  documentFrequency(term: string): number {
+    const id = this.termIds.get(term)
+    return id === undefined ? 0 : this.df[id]!
+  }
+
+  /**
+   * The best `limit` documents for `queryTerms` (already tokenized) in `stores` (all when
+   * undefined) that `accept` lets through; ties go to the smaller `order(num)` key.
+   */
+  search(
+    queryTerms: ReadonlyArray<string>,
+    stores: ReadonlyArray<string> | undefined,
+    accept: (num: number) => boolean,
+    limit: number,
+    tieBreak: (a: number, b: number) => number,
+  ): Array<LexicalHit> {
+    const n = this.count
+    const terms = [...new Set(queryTerms)].slice(0, queryTermsMax).flatMap((term) => {
+      const id = this.termIds.get(term)
+      return id === undefined || this.df[id]! === 0 ? [] : [{ term, id, df: this.df[id]! }]
+    })
+    if (terms.length === 0 || n === 0) return []
+    const selective = terms.filter((term) => !isCommonTerm(term.df, n))
+    const finders = selective.length > 0 ? selective : terms
+    // Every (store, field) index, with the field it holds: a posting tells which field to score.
+    const indexes = (stores ?? [...this.flex.keys()]).flatMap((store) =>
+      (this.flex.get(store) ?? []).map((index, field) => ({ index, field })),
+    )
+    const postingsOf = (term: string) =>
+      indexes.map(({ index, field }) => ({
+        field,
+        nums: index.search(term, { limit: Number.MAX_SAFE_INTEGER }) as Array<number>,
+      }))
+    const size = this.documents.length
+    if (this.stamps.length < size) {
+      this.stamps = new Uint32Array(Math.max(1024, size * 2))
+      this.scores = new Float64Array(this.stamps.length)
+    }
+    const stamps = this.stamps
+    const scores = this.scores
+    // Candidates are marked with this query's stamp: found twice, scored once; filtered once.
+    const stamp = ++this.queryStamp
+    const rejected = ++this.queryStamp
+    const candidates: Array<number> = []
+    const finderPostings = new Map<string, Array<{ field: number; nums: Array<number> }>>()
+    for (const { term } of finders) {
+      const postings = postingsOf(term)
+      finderPostings.set(term, postings)
+      for (const { nums } of postings)
+        for (const num of nums) {
+          if (stamps[num] === stamp || stamps[num] === rejected) continue
+          if (accept(num)) {
+            stamps[num] = stamp
+            scores[num] = 0
+            candidates.push(num)
+          } else stamps[num] = rejected
+        }
+    }
+    const averages = this.totalLengths.map((total) => total / n)
+    const weights = fullTextFields.map((field) => fieldWeights[field])
+    const documents = this.documents
+    /** One (document, field) contribution of a term: idf · w_f · BM25 of the field. */
+    const add = (num: number, f: number, id: number, termIdf: number) => {
+      const field = documents[num]!.fields[f]!
+      const tf = termFrequency(field, id)
+      if (tf > 0) scores[num]! += termIdf * weights[f]! * bm25Field(tf, field.length, averages[f]!)
+    }
+    // Term by term in query order, field by field (the reference adds in the same order): walk
+    // the shorter of the term's postings and the candidate list.
+    for (const term of terms) {
+      const termIdf = idf(term.df, n)
+      const postings =
+        finderPostings.get(term.term) ?? (term.df < candidates.length ? postingsOf(term.term) : undefined)
+      if (postings === undefined) {
+        for (const num of candidates) for (let f = 0; f < fullTextFields.length; f++) add(num, f, term.id, termIdf)
+        continue
+      }
+      for (const { field, nums } of postings)
+        for (const num of nums) if (stamps[num] === stamp) add(num, field, term.id, termIdf)
+    }
+    const best = new TopK<LexicalHit>(
+      limit,
+      (a, b) => a.score > b.score || (a.score === b.score && tieBreak(a.num, b.num) < 0),
+    )
+    for (const num of candidates) best.push({ num, score: scores[num]! })
+    return best.sorted()
+  }
+}

@@ -1,0 +1,131 @@
+/**
+ * Hybrid ranking: reciprocal rank fusion of the full-text and the vector list, then recency and
+ * importance. Every hit carries its score breakdown, whose parts sum to its score:
+ *
+ *   fulltext   = w_ft  · (k + 1) / (k + rank in the full-text list)     (0 when not in it)
+ *   semantic   = w_sem · (k + 1) / (k + rank in the vector list)        (0 when not in it)
+ *   recency    = w_rec · 2^(−age / half-life)
+ *   importance = w_imp · importance (0..1, default 0.5)
+ *
+ * Only documents found by full text or by meaning are ranked; recency and importance reorder
+ * them, they never bring in a document by themselves. The normalisation (k + 1) makes a first
+ * place worth exactly its weight, so a score is at most 1.
+ */
+import type { SearchDocument } from "./SearchDocument.ts"
+import { defaultImportance } from "./SearchDocument.ts"
+
+/** How a query is answered. */
+export type SearchMode = "lexical" | "semantic" | "hybrid"
+export const searchModes: ReadonlyArray<SearchMode> = ["lexical", "semantic", "hybrid"]
+
+/** The RRF constant: larger flattens the difference between ranks. */
+export const rrfK = 5
+/** How many hits each list contributes to fusion. */
+export const fusionCandidatesMax = 100
+/** A vector hit below this cosine is never a match. */
+export const semanticSimilarityMin = 0.2
+/**
+ * Only vector hits within this cosine of the query's best hit enter fusion: the static model
+ * ranks the few close texts well and the long tail poorly, and a tail hit would otherwise
+ * collect a rank bonus from fusion.
+ */
+export const semanticSimilarityWindow = 0.1
+/** Recency half-life: a 30-day-old record gets half the recency bonus of a new one. */
+export const recencyHalfLifeMs = 30 * 24 * 60 * 60 * 1000
+
+/** Weights per mode; each row sums to 1. */
+export const modeWeights: Readonly<
+  Record<SearchMode, { fulltext: number; semantic: number; recency: number; importance: number }>
+> = {
+  lexical: { fulltext: 0.9, semantic: 0, recency: 0.05, importance: 0.05 },
+  semantic: { fulltext: 0, semantic: 0.9, recency: 0.05, importance: 0.05 },
+  hybrid: { fulltext: 0.45, semantic: 0.45, recency: 0.05, importance: 0.05 },
+}
+
+/** Why a hit scored what it did. */
+export interface ScoreBreakdown {
+  readonly fulltext: number
+  readonly semantic: number
+  readonly recency: number
+  readonly importance: number
+}
+
+/** A ranked document. */
+export interface SearchHit {
+  readonly document: SearchDocument
+  readonly score: number
+  readonly score_breakdown: ScoreBreakdown
+  /** 1-based places in the full-text and vector lists, when present. */
+  readonly ranks: { readonly fulltext?: number; readonly semantic?: number }
+  readonly bm25?: number
+  readonly similarity?: number
+}
+
+/** Which documents a query may return. */
+export interface SearchFilter {
+  readonly projects?: ReadonlyArray<string> | undefined
+  readonly stores?: ReadonlyArray<string> | undefined
+  readonly kinds?: ReadonlyArray<string> | undefined
+  readonly session?: string | undefined
+  /** Inclusive bounds on `at`, ms since the epoch. */
+  readonly since?: number | undefined
+  readonly until?: number | undefined
+}
+
+/** True when `document` passes `filter`. */
+export const passes = (filter: SearchFilter, document: SearchDocument): boolean =>
+  (filter.projects === undefined || filter.projects.includes(document.project)) &&
+  (filter.stores === undefined || filter.stores.includes(document.store)) &&
+  (filter.kinds === undefined || filter.kinds.includes(document.kind)) &&
+  (filter.session === undefined || document.session === filter.session) &&
+  (filter.since === undefined || document.at >= filter.since) &&
+  (filter.until === undefined || document.at <= filter.until)
+
+const rankPart = (weight: number, rank: number | undefined) =>
+  rank === undefined || weight === 0 ? 0 : (weight * (rrfK + 1)) / (rrfK + rank)
+
+/** Fuses two ranked lists (ids best first) into scored hits, best first; ties by id. */
+export const fuse = (
+  mode: SearchMode,
+  lexical: ReadonlyArray<{ readonly document: SearchDocument; readonly bm25: number }>,
+  semantic: ReadonlyArray<{ readonly document: SearchDocument; readonly similarity: number }>,
+  now: number,
+  limit: number,
+): Array<SearchHit> => {
+  const weights = modeWeights[mode]
+  const found = new Map<
+    string,
+    { document: SearchDocument; fulltext?: number; semantic?: number; bm25?: number; similarity?: number }
+  >()
+  if (weights.fulltext > 0)
+    lexical.forEach((hit, index) => {
+      found.set(hit.document.id, { document: hit.document, fulltext: index + 1, bm25: hit.bm25 })
+    })
+  if (weights.semantic > 0)
+    semantic.forEach((hit, index) => {
+      const entry = found.get(hit.document.id) ?? { document: hit.document }
+      found.set(hit.document.id, { ...entry, semantic: index + 1, similarity: hit.similarity })
+    })
+  const hits = [...found.values()].map((entry): SearchHit => {
+    const age = Math.max(0, now - entry.document.at)
+    const breakdown: ScoreBreakdown = {
+      fulltext: rankPart(weights.fulltext, entry.fulltext),
+      semantic: rankPart(weights.semantic, entry.semantic),
+      recency: weights.recency * 0.5 ** (age / recencyHalfLifeMs),
+      importance: weights.importance * Math.min(1, Math.max(0, entry.document.importance ?? defaultImportance)),
+    }
+    return {
+      document: entry.document,
+      score: breakdown.fulltext + breakdown.semantic + breakdown.recency + breakdown.importance,
+      score_breakdown: breakdown,
+      ranks: {
+        ...(entry.fulltext !== undefined ? { fulltext: entry.fulltext } : {}),
+        ...(entry.semantic !== undefined ? { semantic: entry.semantic } : {}),
+      },
+      ...(entry.bm25 !== undefined ? { bm25: entry.bm25 } : {}),
+      ...(entry.similarity !== undefined ? { similarity: entry.similarity } : {}),
+    }
+  })
+  hits.sort((a, b) => b.score - a.score || (a.document.id < b.document.id ? -1 : a.document.id > b.document.id ? 1 : 0))
+  return hits.slice(0, limit)
+}

@@ -1,0 +1,88 @@
+/**
+ * The searchable-documents contract: how a store makes its records findable, with no search code
+ * of its own and no store code in the indexer.
+ *
+ * A store module exports a `SearchSource`: a pure function from one committed event (and the
+ * store's current view) to the documents of the groups that event touched, and a scan of every
+ * group for rebuilds. The indexer (Indexer.ts) calls them; everything else — full-text and vector
+ * indexes, persistence, ranking, the mem-* tools — is shared.
+ *
+ * Rules a source keeps (docs/search.md explains them with examples):
+ * - Documents are read from the view, not from the event: the view may already be newer than
+ *   the event, and the later events will be handled too, so handling is order-independent and
+ *   idempotent (the same rule GraphSearch.ts follows).
+ * - A group is the unit of replacement: `changes` returns, per touched group, the complete list
+ *   of that group's documents now (empty when the group is gone). The indexer removes the
+ *   group's other documents. A graph entity is one group (the entity and its observations); a
+ *   message or a task is a group of one.
+ * - `"resync"` asks the indexer to rescan the whole store (say an import replaced everything).
+ * - Document ids are unique across all stores (ULIDs are; otherwise prefix with a short tag).
+ */
+import type { StoreView } from "../stores/Checkpoint.ts"
+import type { AnyStoreDefinition } from "../stores/StoreDefinition.ts"
+
+/** One searchable record. */
+export interface SearchDocument {
+  /** Unique across stores; what mem-search shows and mem-details/mem-timeline take. */
+  readonly id: string
+  /** The store it lives in (the store definition's name). */
+  readonly store: string
+  readonly project: string
+  /** What it is inside the store: "entity", "observation", "message", "task", "adr", ... */
+  readonly kind: string
+  /** A short title or first line; weighted above `text` by full-text ranking. */
+  readonly title: string
+  /** The body; searched and embedded together with the title. */
+  readonly text: string
+  /** A conversation/session id, when the record belongs to one (mem-search's sessionId filter). */
+  readonly session?: string | undefined
+  /** When it happened (ms since the epoch): timeline order and recency. */
+  readonly at: number
+  /** 0..1; default 0.5. Pinned, critical or accepted records rank a little higher. */
+  readonly importance?: number | undefined
+  /** Small extra fields shown by mem-details (tags, status, file paths, ...). */
+  readonly fields?: Readonly<Record<string, string | number | boolean>> | undefined
+}
+
+/** The documents a group has now; an empty list removes the group. */
+export interface GroupDocuments {
+  /** Unique within the store, stable across restarts (e.g. the record's key). */
+  readonly group: string
+  readonly documents: ReadonlyArray<SearchDocument>
+}
+
+/** What one event changed. */
+export type DocumentChanges = ReadonlyArray<GroupDocuments> | "resync"
+
+/** How a store plugs into search. */
+export interface SearchSource<Event = unknown> {
+  /** The store's definition (its name is the one on the event bus and in `SearchDocument.store`). */
+  readonly definition: AnyStoreDefinition
+  /** The groups `event` touched, with their documents as the view holds them now. */
+  readonly changes: (event: Event, view: StoreView) => DocumentChanges
+  /** Every group of the store (rebuilds after a restart or a dropped event). */
+  readonly scan: (view: StoreView) => Iterable<GroupDocuments>
+}
+
+/** A source of any event type, for registries. */
+// biome-ignore lint/suspicious/noExplicitAny: a heterogeneous registry has to erase the event type
+export type AnySearchSource = SearchSource<any>
+
+/** Default importance of a document that names none. */
+export const defaultImportance = 0.5
+
+/** Two 32-bit FNV-1a variants of `text` (different offsets), as 14 base-36 characters: short ids, content hashes. */
+export const hashText = (text: string): string => {
+  let a = 0x811c9dc5
+  let b = 0x01000193 ^ 0x5bd1e995
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    a = Math.imul(a ^ code, 0x01000193)
+    b = Math.imul(b ^ code, 0x01000193) ^ (b >>> 15)
+  }
+  return (a >>> 0).toString(36).padStart(7, "0") + (b >>> 0).toString(36).padStart(7, "0")
+}
+
+/** What changes a document's embedding. */
+export const embeddingText = (document: Pick<SearchDocument, "title" | "text">): string =>
+  document.text === "" ? document.title : `${document.title}\n${document.text}`

@@ -1,0 +1,155 @@
+/**
+ * Where search keeps its derived data between runs: the documents it indexed, their vectors
+ * (the costly part to recompute) and, per store, the last event sequence they reflect.
+ *
+ * `layerLmdb` uses its own LMDB environment under `<dataDir>/search/lmdb`, apart from the
+ * stores' truth: deleting it is always safe (search rebuilds from the stores). Writes are
+ * lmdb-js asynchronous puts (grouped per tick into one transaction) and never block a search;
+ * nothing here is acknowledged to anyone, so losing the tail in a crash only means the next
+ * start reconciles with the stores. `makeMemory` is the in-memory twin for tests.
+ *
+ * Keys: documents `store \0 group \0 id` → SearchDocument (so a scan yields whole groups);
+ * vectors `id` → 14-byte content hash + float32 data; meta `seq \0 store`, `model`.
+ */
+
+import { open, type RootDatabase } from "lmdb"
+import { decodeKey, encodeKey } from "../stores/KeyCodec.ts"
+import type { SearchDocument } from "./SearchDocument.ts"
+
+/** One persisted group. */
+export interface PersistedGroup {
+  readonly store: string
+  readonly group: string
+  readonly documents: ReadonlyArray<SearchDocument>
+}
+
+/** A persisted vector and the content hash it was computed from. */
+export interface PersistedVector {
+  readonly hash: string
+  readonly vector: Float32Array
+}
+
+/** Search's derived data on disk (or in memory). */
+export interface SearchPersistence {
+  readonly groups: () => Iterable<PersistedGroup>
+  readonly vector: (id: string) => PersistedVector | undefined
+  readonly putDocument: (group: string, document: SearchDocument) => void
+  readonly removeDocument: (store: string, group: string, id: string) => void
+  readonly putVector: (id: string, hash: string, vector: Float32Array) => void
+  readonly removeVector: (id: string) => void
+  readonly clearVectors: () => Promise<void>
+  readonly seq: (store: string) => number | undefined
+  readonly setSeq: (store: string, seq: number) => void
+  readonly modelId: () => string | undefined
+  readonly setModelId: (id: string) => void
+  readonly sizeBytes: () => number
+  readonly close: () => Promise<void>
+}
+
+const sep = "\u0000"
+const documentKey = (store: string, group: string, id: string) => `${store}${sep}${group}${sep}${id}`
+const hashBytes = 14
+
+const encodeVector = (hash: string, vector: Float32Array): Buffer => {
+  const out = Buffer.alloc(hashBytes + vector.byteLength)
+  out.write(hash.padEnd(hashBytes, " ").slice(0, hashBytes), 0, "latin1")
+  Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength).copy(out, hashBytes)
+  return out
+}
+
+const decodeVector = (bytes: Uint8Array): PersistedVector => {
+  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  const floats = new Float32Array((buffer.length - hashBytes) / 4)
+  Buffer.from(floats.buffer).set(buffer.subarray(hashBytes))
+  return { hash: buffer.toString("latin1", 0, hashBytes).trimEnd(), vector: floats }
+}
+
+/** Groups consecutive documents of a key-ordered scan. */
+function* groupRuns(entries: Iterable<{ key: string; value: SearchDocument }>): Iterable<PersistedGroup> {
+  let current: { store: string; group: string; documents: Array<SearchDocument> } | undefined
+  for (const { key, value } of entries) {
+    const [store, group] = key.split(sep) as [string, string]
+    if (current === undefined || current.store !== store || current.group !== group) {
+      if (current !== undefined) yield current
+      current = { store, group, documents: [] }
+    }
+    current.documents.push(value)
+  }
+  if (current !== undefined) yield current
+}
+
+/** Opens (creating) the LMDB environment at `path`. */
+export const openLmdbPersistence = (path: string): SearchPersistence => {
+  const env: RootDatabase = open({ path, maxDbs: 4, compression: false })
+  // Keys are bytes encoded by KeyCodec (lmdb-js string keys mangle long keys with U+0000); values
+  // are JSON so every string round-trips.
+  const documents = env.openDB<SearchDocument, Buffer>({ name: "documents", encoding: "json", keyEncoding: "binary" })
+  const vectors = env.openDB<Uint8Array, Buffer>({ name: "vectors", encoding: "binary", keyEncoding: "binary" })
+  const meta = env.openDB<string | number, Buffer>({ name: "meta", encoding: "json", keyEncoding: "binary" })
+  return {
+    groups: () =>
+      groupRuns(
+        documents.getRange({}).map(({ key, value }) => ({ key: decodeKey(key), value })) as Iterable<{
+          key: string
+          value: SearchDocument
+        }>,
+      ),
+    vector: (id) => {
+      const bytes = vectors.getBinary(encodeKey(id))
+      return bytes === undefined ? undefined : decodeVector(bytes)
+    },
+    putDocument: (group, document) =>
+      void documents.put(encodeKey(documentKey(document.store, group, document.id)), document),
+    removeDocument: (store, group, id) => void documents.remove(encodeKey(documentKey(store, group, id))),
+    putVector: (id, hash, vector) => void vectors.put(encodeKey(id), encodeVector(hash, vector)),
+    removeVector: (id) => void vectors.remove(encodeKey(id)),
+    clearVectors: () => vectors.clearAsync().then(() => undefined),
+    seq: (store) => meta.get(encodeKey(`seq${sep}${store}`)) as number | undefined,
+    setSeq: (store, seq) => void meta.put(encodeKey(`seq${sep}${store}`), seq),
+    modelId: () => meta.get(encodeKey("model")) as string | undefined,
+    setModelId: (id) => void meta.put(encodeKey("model"), id),
+    sizeBytes: () => {
+      const stat = env.getStats() as {
+        treeBranchPageCount?: number
+        treeLeafPageCount?: number
+        overflowPages?: number
+        pageSize?: number
+      }
+      return (
+        ((stat.treeBranchPageCount ?? 0) + (stat.treeLeafPageCount ?? 0) + (stat.overflowPages ?? 0)) *
+        (stat.pageSize ?? 4096)
+      )
+    },
+    close: async () => {
+      await env.flushed
+      await env.close()
+    },
+  }
+}
+
+/** The in-memory twin: same contract, nothing on disk. */
+export const makeMemoryPersistence = (): SearchPersistence => {
+  const documents = new Map<string, SearchDocument>()
+  const vectors = new Map<string, PersistedVector>()
+  const meta = new Map<string, string | number>()
+  return {
+    groups: () =>
+      groupRuns(
+        [...documents.entries()]
+          .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+          .map(([key, value]) => ({ key, value })),
+      ),
+    vector: (id) => vectors.get(id),
+    putDocument: (group, document) => void documents.set(documentKey(document.store, group, document.id), document),
+    removeDocument: (store, group, id) => void documents.delete(documentKey(store, group, id)),
+    putVector: (id, hash, vector) => void vectors.set(id, { hash, vector: vector.slice() }),
+    removeVector: (id) => void vectors.delete(id),
+    clearVectors: async () => vectors.clear(),
+    seq: (store) => meta.get(`seq${sep}${store}`) as number | undefined,
+    setSeq: (store, seq) => void meta.set(`seq${sep}${store}`, seq),
+    modelId: () => meta.get("model") as string | undefined,
+    setModelId: (id) => void meta.set("model", id),
+    sizeBytes: () => 0,
+    close: async () => undefined,
+  }
+}

@@ -1,0 +1,38 @@
+/**
+ * What every embedding model offers the embedder: texts in, unit-length vectors out.
+ *
+ * Plain promises, not Effects: the same encoders run on the main thread (short queries) and in
+ * the embedder's worker thread (batches), where no Effect runtime is set up.
+ */
+
+/** A loaded sentence-embedding model. */
+export interface SentenceEncoder {
+  /** Names the model and its version; stored beside vectors, so a model change re-embeds. */
+  readonly id: string
+  readonly dimensions: number
+  /** One L2-normalised vector per text; `undefined` for a text with no known word. */
+  readonly encode: (texts: ReadonlyArray<string>) => Promise<Array<Float32Array | undefined>>
+  readonly close: () => Promise<void>
+}
+
+/** Which model to load. */
+export type EncoderConfig =
+  | { readonly kind: "static"; readonly dir: string }
+  /** A transformer sentence model: `model.onnx` + `tokenizer.json` (WordPiece, e.g. all-MiniLM-L6-v2). */
+  | { readonly kind: "transformer"; readonly dir: string; readonly maxTokens?: number }
+
+/** Texts per onnxruntime run; bigger batches pad more. */
+export const encodeBatchTextsMax = 128
+
+/** Splits `items` into runs of at most `size`. */
+export const chunksOf = <A>(items: ReadonlyArray<A>, size: number): Array<ReadonlyArray<A>> => {
+  const out: Array<ReadonlyArray<A>> = []
+  for (let start = 0; start < items.length; start += size) out.push(items.slice(start, start + size))
+  return out
+}
+
+/** Loads the encoder `config` names (dynamic imports keep the worker bundle small). */
+export const loadEncoder = async (config: EncoderConfig): Promise<SentenceEncoder> => {
+  if (config.kind === "static") return (await import("./StaticModel.ts")).loadStaticModel(config.dir)
+  return (await import("./TransformerModel.ts")).loadTransformerModel(config.dir, config.maxTokens)
+}

@@ -1,0 +1,82 @@
+/**
+ * Text to tokens, for the full-text index and for the static embedding model.
+ *
+ * Words are runs of letters and digits (Unicode), lower-cased; identifiers are split at
+ * camelCase boundaries ("createEntities" → "create", "entities") and at non-alphanumerics
+ * ("search_nodes" → "search", "nodes"), because agents write both prose and code words.
+ *
+ * The full-text side additionally drops English stop words, keeps the whole identifier beside its
+ * parts (so an exact identifier still matches best) and folds plurals with the conservative
+ * S-stemmer (Harman 1991: "ies"→"y", "es"→"e", "s"→"" with its exceptions), so "migrations"
+ * finds "migration".
+ */
+
+/** Longest word kept, in UTF-16 units; longer runs (hashes, base64) are cut. */
+export const tokenLengthMax = 40
+/** At most this many tokens are taken from one text (the rest is ignored for ranking). */
+export const tokensPerTextMax = 4096
+
+const wordPattern = /[\p{L}\p{N}]+/gu
+const camelBoundary = /(?<=[\p{Ll}\p{N}])(?=\p{Lu})|(?<=\p{Lu})(?=\p{Lu}\p{Ll})/u
+
+/** English stop words ignored by the full-text index. */
+export const stopWords: ReadonlySet<string> = new Set(
+  (
+    "a about above after again against all am an and any are as at be because been before being below between both " +
+    "but by can could did do does doing down during each few for from further had has have having he her here hers " +
+    "herself him himself his how i if in into is it its itself just me more most my myself no nor not now of off on " +
+    "once only or other our ours ourselves out over own same she should so some such than that the their theirs them " +
+    "themselves then there these they this those through to too under until up very was we were what when where " +
+    "which while who whom why will with would you your yours yourself yourselves"
+  ).split(" "),
+)
+
+/** Raw words of a text, in order: alphanumeric runs split at camelCase, each with its whole run. */
+const rawWords = (text: string, visit: (word: string, whole: string | undefined) => boolean): void => {
+  wordPattern.lastIndex = 0
+  for (let match = wordPattern.exec(text); match !== null; match = wordPattern.exec(text)) {
+    const run = match[0]
+    const parts = run.split(camelBoundary)
+    if (parts.length === 1) {
+      if (!visit(run.toLowerCase().slice(0, tokenLengthMax), undefined)) return
+      continue
+    }
+    const whole = run.toLowerCase().slice(0, tokenLengthMax)
+    for (const part of parts) if (!visit(part.toLowerCase().slice(0, tokenLengthMax), whole)) return
+  }
+}
+
+/** Words for the embedding model: every word, in order (stop words too; SIF weights them down). */
+export const embeddingWords = (text: string): Array<string> => {
+  const out: Array<string> = []
+  rawWords(text, (word) => {
+    out.push(word)
+    return out.length < tokensPerTextMax
+  })
+  return out
+}
+
+/** The S-stemmer: folds English plurals only, so it rarely conflates different words. */
+export const sStem = (word: string): string => {
+  if (word.length <= 3 || !word.endsWith("s") || /\d/.test(word)) return word
+  if (word.endsWith("ies") && !word.endsWith("eies") && !word.endsWith("aies")) return `${word.slice(0, -3)}y`
+  if (word.endsWith("es") && !word.endsWith("aes") && !word.endsWith("ees") && !word.endsWith("oes"))
+    return word.slice(0, -1)
+  if (!word.endsWith("us") && !word.endsWith("ss")) return word.slice(0, -1)
+  return word
+}
+
+/** Terms for the full-text index: stemmed, stop words dropped, identifiers kept whole too. */
+export const fullTextTerms = (text: string): Array<string> => {
+  const out: Array<string> = []
+  let lastWhole: string | undefined
+  rawWords(text, (word, whole) => {
+    if (whole !== undefined && whole !== lastWhole) {
+      out.push(whole)
+      lastWhole = whole
+    } else if (whole === undefined) lastWhole = undefined
+    if (!stopWords.has(word)) out.push(sStem(word))
+    return out.length < tokensPerTextMax
+  })
+  return out
+}

@@ -1,0 +1,553 @@
+/**
+ * The search tools: seed 000's progressive disclosure — `mem-search` (a compact index),
+ * `mem-timeline` (what came before and after), `mem-details` (full records), `mem-stats` — plus
+ * `omni_search` (every store, with score breakdowns) and `search_graph` (entities ranked by
+ * meaning and words; `search_nodes` keeps its official substring meaning).
+ *
+ * Text content is seed 000's compact markdown with `[mem:<id>]` ids; `structuredContent` has the
+ * same data as JSON. Everything acts in the caller's project unless `project` names another.
+ */
+import { Effect, Schema } from "effect"
+import { projectNameBytesMax } from "../graph/Model.ts"
+import { type SearchHealth, SearchIndexer, type SearchRequest } from "../search/Indexer.ts"
+import { type SearchHit, type SearchMode, searchModes } from "../search/Ranking.ts"
+import type { SearchDocument } from "../search/SearchDocument.ts"
+import type { Timeline } from "../search/SearchIndex.ts"
+import { inputSchemaOf, makeTool, type Tool, type ToolCaller, ToolError, type ToolOutput } from "./Tool.ts"
+
+/** Max UTF-8 bytes of a search query. */
+export const searchQueryBytesMax = 4 * 1024
+/** mem-search: default and max results (seed 000). */
+export const memSearchTopKDefault = 5
+export const memSearchTopKMax = 20
+/** omni_search / search_graph: default and max results. */
+export const omniLimitDefault = 10
+export const omniLimitMax = 50
+/** Ids per mem-timeline / mem-details call. */
+export const idsPerCallMax = 20
+/** mem-timeline: default and max neighbours each side. */
+export const timelineWindowDefault = 3
+export const timelineWindowMax = 10
+/** Characters of the one-line summary in an index line. */
+export const summaryCharsMax = 120
+/** Characters of content per record in mem-details (longer records are cut, and say so). */
+export const detailsContentCharsMax = 16 * 1024
+
+// Descriptions go on before checks: a custom filter added after an annotation drops it from the
+// generated JSON Schema.
+const utf8BytesAtMost = (bytes: number) =>
+  Schema.makeFilter<string>((text) =>
+    Buffer.byteLength(text) <= bytes ? undefined : `expected at most ${bytes} UTF-8 bytes`,
+  )
+const Query = Schema.String.annotate({ description: "What to look for, in natural language or exact words" }).check(
+  Schema.isMinLength(1),
+  utf8BytesAtMost(searchQueryBytesMax),
+)
+const instant = (description: string) =>
+  Schema.String.annotate({ description }).check(
+    Schema.makeFilter<string>((text) =>
+      Number.isFinite(Date.parse(text)) ? undefined : "expected an ISO 8601 date or date-time",
+    ),
+  )
+const Mode = Schema.Literals(searchModes).annotate({
+  description: "hybrid (default): words and meaning fused; lexical: words only; semantic: meaning only",
+})
+const Ids = Schema.Array(Schema.String.check(Schema.isMaxLength(256)))
+  .check(Schema.isMinLength(1), Schema.isMaxLength(idsPerCallMax))
+  .annotate({ description: `Memory ids from mem-search (at most ${idsPerCallMax})` })
+const NameList = (description: string) =>
+  Schema.Array(Schema.String.check(Schema.isMaxLength(64)))
+    .check(Schema.isMaxLength(32))
+    .annotate({ description })
+
+const projectArg = Schema.optionalKey(
+  Schema.String.annotate({ description: "Project to search; defaults to the connection's project" }).check(
+    Schema.isMinLength(1),
+    utf8BytesAtMost(projectNameBytesMax),
+  ),
+)
+const timeArgs = {
+  since: Schema.optionalKey(instant("Only records at or after this time (ISO 8601)")),
+  until: Schema.optionalKey(instant("Only records at or before this time (ISO 8601)")),
+}
+
+const MemSearchArgs = Schema.Struct({
+  query: Query,
+  topK: Schema.optionalKey(
+    Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: memSearchTopKMax })).annotate({
+      description: `Maximum number of results (default: ${memSearchTopKDefault}, max: ${memSearchTopKMax})`,
+    }),
+  ),
+  sessionId: Schema.optionalKey(
+    Schema.String.check(Schema.isMaxLength(256)).annotate({ description: "Only this session's records" }),
+  ),
+  eventType: Schema.optionalKey(
+    Schema.String.check(Schema.isMaxLength(64)).annotate({
+      description: "Only records of this type (e.g. message, observation, entity, task, adr, error_fix)",
+    }),
+  ),
+  store: Schema.optionalKey(
+    Schema.String.check(Schema.isMaxLength(64)).annotate({
+      description: "Only records of this store (e.g. graph, conversations, tasks)",
+    }),
+  ),
+  project: projectArg,
+  ...timeArgs,
+  mode: Schema.optionalKey(Mode),
+})
+
+const OmniArgs = Schema.Struct({
+  query: Query,
+  stores: Schema.optionalKey(NameList("Only these stores (default: every store)")),
+  kinds: Schema.optionalKey(NameList("Only these record types")),
+  project: projectArg,
+  ...timeArgs,
+  limit: Schema.optionalKey(
+    Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: omniLimitMax })).annotate({
+      description: `Maximum results (default ${omniLimitDefault}, at most ${omniLimitMax})`,
+    }),
+  ),
+  mode: Schema.optionalKey(Mode),
+})
+
+const SearchGraphArgs = Schema.Struct({
+  query: Query,
+  project: projectArg,
+  limit: Schema.optionalKey(
+    Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: omniLimitMax })).annotate({
+      description: `Maximum entities (default ${omniLimitDefault}, at most ${omniLimitMax})`,
+    }),
+  ),
+  mode: Schema.optionalKey(Mode),
+})
+
+const TimelineArgs = Schema.Struct({
+  ids: Ids,
+  windowSize: Schema.optionalKey(
+    Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: timelineWindowMax })).annotate({
+      description: `Number of items before/after each id (default: ${timelineWindowDefault}, max ${timelineWindowMax})`,
+    }),
+  ),
+})
+
+const DetailsArgs = Schema.Struct({ ids: Ids })
+
+// ---------------------------------------------------------------------------------------------
+// Formatting
+// ---------------------------------------------------------------------------------------------
+
+const isoDate = (at: number) => new Date(at).toISOString().slice(0, 10)
+const isoMinute = (at: number) => new Date(at).toISOString().slice(0, 16).replace("T", " ")
+const oneLine = (text: string, max = summaryCharsMax) => {
+  const flat = text.replace(/\s+/g, " ").trim()
+  return flat.length <= max ? flat : `${flat.slice(0, max - 1)}…`
+}
+const round = (value: number) => Number(value.toFixed(4))
+
+/** The one-line summary of a record: its title and the start of its text. */
+export const summaryOf = (document: SearchDocument): string =>
+  oneLine(
+    document.text === "" || document.text === document.title ? document.title : `${document.title}: ${document.text}`,
+  )
+
+const breakdownOf = (hit: SearchHit) => ({
+  fulltext: round(hit.score_breakdown.fulltext),
+  semantic: round(hit.score_breakdown.semantic),
+  recency: round(hit.score_breakdown.recency),
+  importance: round(hit.score_breakdown.importance),
+})
+
+const indexEntry = (hit: SearchHit) => ({
+  id: hit.document.id,
+  score: round(hit.score),
+  store: hit.document.store,
+  type: hit.document.kind,
+  session: hit.document.session ?? null,
+  date: isoDate(hit.document.at),
+  summary: summaryOf(hit.document),
+  score_breakdown: breakdownOf(hit),
+})
+
+const notices = (response: { warm: boolean; semantic: boolean }, mode: SearchMode) => [
+  ...(response.warm ? [] : ["_Index warming after a restart: results may be incomplete._"]),
+  ...(mode !== "lexical" && !response.semantic ? ["_No embedding for this query: matched by words only._"] : []),
+]
+
+/** seed 000 §6.1, with the store and type of each record. */
+export const formatSearchIndex = (query: string, hits: ReadonlyArray<SearchHit>, extra: ReadonlyArray<string>) =>
+  [
+    "## Memory Search Results",
+    "",
+    hits.length === 0
+      ? `No memories found for "${oneLine(query, 80)}".`
+      : `Found ${hits.length} relevant memories for "${oneLine(query, 80)}":`,
+    ...extra.map((line) => `\n${line}`),
+    "",
+    ...hits.flatMap((hit, index) => [
+      `### ${index + 1}. [mem:${hit.document.id}] (${hit.score.toFixed(2)})`,
+      [
+        `**Store**: ${hit.document.store}/${hit.document.kind}`,
+        ...(hit.document.session !== undefined ? [`**Session**: ${hit.document.session}`] : []),
+        `**Date**: ${isoDate(hit.document.at)}`,
+      ].join(" | "),
+      `> ${summaryOf(hit.document)}`,
+      "",
+    ]),
+    "---",
+    "Use `mem-details` with IDs for full content.",
+    "Use `mem-timeline` for context around these memories.",
+  ].join("\n")
+
+const timelineRow = (document: SearchDocument, anchor: boolean) => {
+  const preview = oneLine(summaryOf(document), 80).replace(/\|/g, "\\|")
+  return anchor
+    ? `| **${isoMinute(document.at)}** | **${document.kind}** | **[mem:${document.id}] ${preview}** |`
+    : `| ${isoMinute(document.at)} | ${document.kind} | [mem:${document.id}] ${preview} |`
+}
+
+/** seed 000 §6.2. */
+export const formatTimeline = (ids: ReadonlyArray<string>, timelines: ReadonlyArray<Timeline | undefined>) =>
+  [
+    "## Timeline Context",
+    ...timelines.flatMap((timeline, index) =>
+      timeline === undefined
+        ? ["", `### Around [mem:${ids[index]}]`, "", "_Not found._"]
+        : [
+            "",
+            `### Around [mem:${timeline.anchor.id}]`,
+            "",
+            "| Time | Type | Preview |",
+            "|------|------|---------|",
+            ...timeline.before.map((document) => timelineRow(document, false)),
+            timelineRow(timeline.anchor, true),
+            ...timeline.after.map((document) => timelineRow(document, false)),
+          ],
+    ),
+  ].join("\n")
+
+const cutContent = (text: string) =>
+  text.length <= detailsContentCharsMax
+    ? text
+    : `${text.slice(0, detailsContentCharsMax)}\n… (${text.length - detailsContentCharsMax} more characters)`
+
+/** seed 000 §6.3. */
+export const formatDetails = (ids: ReadonlyArray<string>, documents: ReadonlyArray<SearchDocument | undefined>) =>
+  [
+    "## Memory Details",
+    ...documents.flatMap((document, index) =>
+      document === undefined
+        ? ["", `### [mem:${ids[index]}]`, "", "_Not found._"]
+        : [
+            "",
+            `### [mem:${document.id}]`,
+            "",
+            `**Store**: ${document.store} | **Type**: ${document.kind} | **Project**: ${document.project}`,
+            ...(document.session !== undefined ? [`**Session**: ${document.session}`] : []),
+            `**Date**: ${isoMinute(document.at)}`,
+            `**Title**: ${oneLine(document.title, 400)}`,
+            ...(document.fields !== undefined && Object.keys(document.fields).length > 0
+              ? [
+                  `**Fields**: ${Object.entries(document.fields)
+                    .map(([key, value]) => `${key}=${value}`)
+                    .join(", ")}`,
+                ]
+              : []),
+            "",
+            "**Content**:",
+            "```",
+            cutContent(document.text).replace(/```/g, "ˋˋˋ"),
+            "```",
+          ],
+    ),
+  ].join("\n")
+
+/** seed 000's statistics, plus index health. */
+export const formatStats = (health: SearchHealth) =>
+  [
+    "## Memory Statistics",
+    "",
+    `- **Total Events**: ${health.index.documents}`,
+    `- **Total Vectors**: ${health.index.vectors}`,
+    `- **Sessions**: ${health.index.sessions}`,
+    `- **Storage Size**: ${(health.storageBytes / 1024 / 1024).toFixed(2)} MB`,
+    `- **Index**: ${health.state}, ${health.lagEvents} events behind, ${health.pendingEmbeddings} embeddings pending`,
+    `- **Model**: ${health.embedder.state === "ready" ? `${health.embedder.modelId} (${health.embedder.dimensions}-d)` : health.embedder.state}`,
+    `- **By store**: ${
+      Object.entries(health.index.byStore)
+        .map(([store, count]) => `${store} ${count}`)
+        .join(", ") || "-"
+    }`,
+    `- **By type**: ${
+      Object.entries(health.index.byKind)
+        .map(([kind, count]) => `${kind} ${count}`)
+        .join(", ") || "-"
+    }`,
+    "",
+  ].join("\n")
+
+// ---------------------------------------------------------------------------------------------
+// Tools
+// ---------------------------------------------------------------------------------------------
+
+const parseTime = (text: string | undefined) => (text === undefined ? undefined : Date.parse(text))
+
+const searchOf = (request: SearchRequest) =>
+  Effect.gen(function* () {
+    const indexer = yield* SearchIndexer
+    return yield* indexer.search(request)
+  })
+
+const tool = <Args>(
+  definition: { name: string; title: string; description: string },
+  args: Schema.Codec<Args, unknown> & Schema.Top,
+  run: (args: Args, caller: ToolCaller) => Effect.Effect<ToolOutput, ToolError, SearchIndexer>,
+): Tool<Args, SearchIndexer> =>
+  makeTool({
+    definition: {
+      ...definition,
+      inputSchema: inputSchemaOf(args),
+      annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    },
+    toolset: "search",
+    errorFormat: "envelope",
+    args,
+    run,
+  })
+
+const memSearch = tool(
+  {
+    name: "mem-search",
+    title: "Memory Search",
+    description:
+      "Search memory (every store: graph, conversations, tasks, decisions, notes, ...) by meaning and by words. Returns a compact index of results - use mem-details to get full content, mem-timeline for what happened around them.",
+  },
+  MemSearchArgs,
+  (args, caller) =>
+    Effect.gen(function* () {
+      const mode = args.mode ?? "hybrid"
+      const response = yield* searchOf({
+        query: args.query,
+        mode,
+        limit: args.topK ?? memSearchTopKDefault,
+        filter: {
+          projects: [args.project ?? caller.project],
+          stores: args.store === undefined ? undefined : [args.store],
+          kinds: args.eventType === undefined ? undefined : [args.eventType],
+          session: args.sessionId,
+          since: parseTime(args.since),
+          until: parseTime(args.until),
+        },
+      })
+      return {
+        structured: {
+          query: args.query,
+          mode,
+          warm: response.warm,
+          semantic: response.semantic,
+          results: response.hits.map(indexEntry),
+        },
+        text: formatSearchIndex(args.query, response.hits, notices(response, mode)),
+      }
+    }),
+)
+
+const memTimeline = tool(
+  {
+    name: "mem-timeline",
+    title: "Memory Timeline",
+    description:
+      "Get chronological context around specific memories: the records just before and after each id, in the same project (and session, when it has one).",
+  },
+  TimelineArgs,
+  (args) =>
+    Effect.gen(function* () {
+      const indexer = yield* SearchIndexer
+      const window = args.windowSize ?? timelineWindowDefault
+      const timelines = yield* indexer.timeline(args.ids, window)
+      const entry = (document: SearchDocument) => ({
+        id: document.id,
+        date: new Date(document.at).toISOString(),
+        store: document.store,
+        type: document.kind,
+        summary: summaryOf(document),
+      })
+      return {
+        structured: {
+          timelines: timelines.map((timeline, index) =>
+            timeline === undefined
+              ? { id: args.ids[index]!, found: false }
+              : {
+                  id: timeline.anchor.id,
+                  found: true,
+                  before: timeline.before.map(entry),
+                  anchor: entry(timeline.anchor),
+                  after: timeline.after.map(entry),
+                },
+          ),
+        },
+        text: formatTimeline(args.ids, timelines),
+      }
+    }),
+)
+
+const memDetails = tool(
+  {
+    name: "mem-details",
+    title: "Memory Details",
+    description: "Get full content of specific memories. Use after mem-search to get complete information.",
+  },
+  DetailsArgs,
+  (args) =>
+    Effect.gen(function* () {
+      const indexer = yield* SearchIndexer
+      const documents = yield* indexer.documents(args.ids)
+      return {
+        structured: {
+          memories: documents.flatMap((document) =>
+            document === undefined
+              ? []
+              : [
+                  {
+                    id: document.id,
+                    store: document.store,
+                    type: document.kind,
+                    project: document.project,
+                    session: document.session ?? null,
+                    date: new Date(document.at).toISOString(),
+                    title: document.title,
+                    content: cutContent(document.text),
+                    fields: document.fields ?? {},
+                  },
+                ],
+          ),
+          notFound: args.ids.filter((_, index) => documents[index] === undefined),
+        },
+        text: formatDetails(args.ids, documents),
+      }
+    }),
+)
+
+const memStats = tool(
+  {
+    name: "mem-stats",
+    title: "Memory Statistics",
+    description: "Get statistics about the memory: records and vectors indexed, sessions, storage size, index health.",
+  },
+  Schema.Struct({}),
+  () =>
+    Effect.gen(function* () {
+      const health = (yield* SearchIndexer).health()
+      return { structured: { ...health }, text: formatStats(health) }
+    }),
+)
+
+const omniSearch = tool(
+  {
+    name: "omni_search",
+    title: "Search Everything",
+    description:
+      "Ranked search across every store (graph entities and observations, messages, tasks, ADRs, notes, snippets, error fixes, ...) with store, type, project and time filters. Each result carries score_breakdown {fulltext, semantic, recency, importance}.",
+  },
+  OmniArgs,
+  (args, caller) =>
+    Effect.gen(function* () {
+      const mode = args.mode ?? "hybrid"
+      const response = yield* searchOf({
+        query: args.query,
+        mode,
+        limit: args.limit ?? omniLimitDefault,
+        filter: {
+          projects: [args.project ?? caller.project],
+          stores: args.stores,
+          kinds: args.kinds,
+          since: parseTime(args.since),
+          until: parseTime(args.until),
+        },
+      })
+      const results = response.hits.map((hit) => ({ ...indexEntry(hit), title: hit.document.title }))
+      return {
+        structured: { query: args.query, mode, warm: response.warm, semantic: response.semantic, results },
+        text: [
+          `## Search: "${oneLine(args.query, 80)}" (${mode}, ${results.length} results)`,
+          ...notices(response, mode),
+          "",
+          ...response.hits.map((hit, index) => {
+            const b = hit.score_breakdown
+            return `${index + 1}. [mem:${hit.document.id}] ${hit.score.toFixed(3)} ${hit.document.store}/${hit.document.kind} ${isoDate(hit.document.at)} — ${summaryOf(hit.document)}\n   fulltext ${b.fulltext.toFixed(3)} · semantic ${b.semantic.toFixed(3)} · recency ${b.recency.toFixed(3)} · importance ${b.importance.toFixed(3)}`
+          }),
+        ].join("\n"),
+      }
+    }),
+)
+
+const searchGraph = tool(
+  {
+    name: "search_graph",
+    title: "Search Graph (ranked)",
+    description:
+      "Ranked knowledge-graph search by meaning and words: entities best first, each with its score, score_breakdown and the observations that matched. (search_nodes keeps the official substring semantics.)",
+  },
+  SearchGraphArgs,
+  (args, caller) =>
+    Effect.gen(function* () {
+      const mode = args.mode ?? "hybrid"
+      const limit = args.limit ?? omniLimitDefault
+      const response = yield* searchOf({
+        query: args.query,
+        mode,
+        limit: omniLimitMax * 4,
+        filter: { projects: [args.project ?? caller.project], stores: ["graph"] },
+      })
+      const entities = new Map<
+        string,
+        {
+          name: string
+          entityType: string
+          score: number
+          score_breakdown: ReturnType<typeof breakdownOf>
+          matchedObservations: Array<string>
+        }
+      >()
+      for (const hit of response.hits) {
+        const name = String(hit.document.fields?.entity ?? hit.document.title)
+        let entity = entities.get(name)
+        if (entity === undefined) {
+          entity = {
+            name,
+            entityType: String(hit.document.fields?.entityType ?? ""),
+            score: round(hit.score),
+            score_breakdown: breakdownOf(hit),
+            matchedObservations: [],
+          }
+          entities.set(name, entity)
+        }
+        if (hit.document.kind === "observation") entity.matchedObservations.push(hit.document.text)
+      }
+      const ranked = [...entities.values()].slice(0, limit)
+      return {
+        structured: { query: args.query, mode, warm: response.warm, entities: ranked },
+        text: [
+          `## Graph search: "${oneLine(args.query, 80)}" (${mode}, ${ranked.length} entities)`,
+          ...notices(response, mode),
+          "",
+          ...ranked.flatMap((entity, index) => [
+            `${index + 1}. **${entity.name}** (${entity.entityType}) ${entity.score.toFixed(3)}`,
+            ...entity.matchedObservations.slice(0, 3).map((text) => `   - ${oneLine(text)}`),
+          ]),
+        ].join("\n"),
+      }
+    }),
+)
+
+/** Every search tool, seed 000's four first. */
+export const searchTools: ReadonlyArray<Tool<never, SearchIndexer>> = [
+  memSearch,
+  memTimeline,
+  memDetails,
+  memStats,
+  omniSearch,
+  searchGraph,
+] as never
+
+/** A validation failure as a tool error (for callers outside MCP, e.g. REST). */
+export const invalidSearch = (message: string) => new ToolError({ code: "VALIDATION_ERROR", message })

@@ -1,0 +1,205 @@
+/**
+ * The indexer in a real engine: it follows every create, update and delete of the graph store
+ * (a search right after an acknowledged write sees it), its index always equals a scan of the
+ * store, and after a restart — with its derived data intact, deleted, or stale because the store
+ * moved on without it — it answers exactly what it answered before.
+ */
+import { rmSync } from "node:fs"
+import { join } from "node:path"
+import { Effect, Layer } from "effect"
+import fc from "fast-check"
+import { afterAll, assert, describe, it } from "vitest"
+import * as EventBus from "../../src/actors/EventBus.ts"
+import * as Router from "../../src/actors/Router.ts"
+import { type GraphCommand, graphStore } from "../../src/graph/GraphStore.ts"
+import { graphSearchSource } from "../../src/search/GraphDocuments.ts"
+import type { SearchDocument } from "../../src/search/SearchDocument.ts"
+import { layerNode } from "../../src/stores/WalFs.ts"
+import { openSearchEngine, removeTempDirs, type SearchEngine, tempDir } from "./harness.ts"
+
+afterAll(removeTempDirs)
+
+const sendAll = (engine: SearchEngine, commands: ReadonlyArray<GraphCommand>) =>
+  engine.run(
+    Effect.gen(function* () {
+      const store = (yield* Router.Router).store(graphStore)
+      for (const command of commands) yield* Effect.exit(store.send(command))
+    }),
+  )
+
+/** Every document the graph store implies now, by scanning it. */
+const scannedDocuments = (engine: SearchEngine) =>
+  engine.run(
+    Effect.gen(function* () {
+      const store = (yield* Router.Router).store(graphStore)
+      return yield* store.read((view) => [...graphSearchSource.scan(view)].flatMap((group) => group.documents))
+    }),
+  )
+
+/** Asserts the index holds exactly the scanned documents. */
+const assertIndexEqualsStore = async (engine: SearchEngine) => {
+  const indexer = await engine.indexer()
+  const expected = await scannedDocuments(engine)
+  const indexed = await engine.run(indexer.documents(expected.map((document) => document.id)))
+  assert.deepStrictEqual(indexed, expected)
+  assert.strictEqual(indexer.health().index.documents, expected.length)
+  // Every word used here is in the model's vocabulary, so every document has a vector.
+  assert.strictEqual(indexer.health().index.vectors, expected.length)
+}
+
+const names = ["Alice", "Bob", "Payments API", "Ledger", "Flaky test"]
+const texts = [
+  "prefers PostgreSQL for the ledger",
+  "the login test fails intermittently on CI",
+  "deploys happen every Tuesday",
+  "memory leak in the websocket server",
+  "rate limits are 100 requests per second",
+]
+const command: fc.Arbitrary<GraphCommand> = fc.oneof(
+  fc.record({
+    _tag: fc.constant("CreateEntities" as const),
+    project: fc.constant("p"),
+    entities: fc.array(
+      fc.record({
+        name: fc.constantFrom(...names),
+        entityType: fc.constantFrom("person", "service", "bug"),
+        observations: fc.array(fc.constantFrom(...texts), { maxLength: 2 }),
+      }),
+      { minLength: 1, maxLength: 2 },
+    ),
+  }),
+  fc.record({
+    _tag: fc.constant("AddObservations" as const),
+    project: fc.constant("p"),
+    observations: fc.array(
+      fc.record({
+        entityName: fc.constantFrom(...names),
+        contents: fc.array(fc.constantFrom(...texts), { maxLength: 2 }),
+      }),
+      { minLength: 1, maxLength: 1 },
+    ),
+  }),
+  fc.record({
+    _tag: fc.constant("DeleteObservations" as const),
+    project: fc.constant("p"),
+    deletions: fc.array(
+      fc.record({
+        entityName: fc.constantFrom(...names),
+        observations: fc.array(fc.constantFrom(...texts), { maxLength: 2 }),
+      }),
+      { minLength: 1, maxLength: 1 },
+    ),
+  }),
+  fc.record({
+    _tag: fc.constant("DeleteEntities" as const),
+    project: fc.constant("p"),
+    entityNames: fc.array(fc.constantFrom(...names), { minLength: 1, maxLength: 2 }),
+  }),
+  fc.record({
+    _tag: fc.constant("MergeEntities" as const),
+    project: fc.constant("p"),
+    target: fc.constantFrom(...names),
+    sources: fc.array(fc.constantFrom(...names), { maxLength: 2 }),
+  }),
+)
+
+const searchAll = (engine: SearchEngine, query: string) =>
+  engine.ok("omni_search", { query, project: "p", limit: 50 }).then((reply) =>
+    (reply.structured.results as Array<{ id: string; score: number; score_breakdown: unknown }>).map((hit) => ({
+      id: hit.id,
+      fulltext: (hit.score_breakdown as { fulltext: number }).fulltext,
+      semantic: (hit.score_breakdown as { semantic: number }).semantic,
+    })),
+  )
+
+describe("search indexer", () => {
+  it("follows every create, update and delete: the index equals a scan of the store", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(command, { minLength: 1, maxLength: 12 }), async (commands) => {
+        const engine = await openSearchEngine()
+        try {
+          for (const step of commands) {
+            await sendAll(engine, [step])
+            await assertIndexEqualsStore(engine)
+          }
+        } finally {
+          await engine.close()
+        }
+      }),
+      { numRuns: 6 },
+    )
+  })
+
+  it("a search right after an acknowledged write sees it; a delete hides it", async () => {
+    const engine = await openSearchEngine()
+    await engine.ok("create_entities", {
+      entities: [{ name: "Ledger", entityType: "service", observations: ["uses PostgreSQL sixteen"] }],
+    })
+    const found = await engine.ok("mem-search", { query: "postgresql" })
+    assert.strictEqual(found.structured.results[0].summary, "Ledger: uses PostgreSQL sixteen")
+    await engine.ok("delete_observations", {
+      deletions: [{ entityName: "Ledger", observations: ["uses PostgreSQL sixteen"] }],
+    })
+    const gone = await engine.ok("mem-search", { query: "postgresql", mode: "lexical" })
+    assert.deepStrictEqual(gone.structured.results, [])
+    const health = (await engine.indexer()).health()
+    assert.strictEqual(health.state, "warm")
+    assert.strictEqual(health.lagEvents, 0)
+    await engine.close()
+  })
+
+  it("answers identically after a restart, after losing its data, and after the store moved on without it", async () => {
+    const dir = tempDir()
+    const first = await openSearchEngine(dir)
+    await sendAll(first, [
+      {
+        _tag: "CreateEntities",
+        project: "p",
+        entities: names.map((name, i) => ({
+          name,
+          entityType: "thing",
+          observations: [texts[i]!, texts[(i + 1) % 5]!],
+        })),
+      },
+    ])
+    const queries = ["ledger database", "unreliable test", "weekly release", "heap growth in sockets", "throttling"]
+    const before = await Promise.all(queries.map((query) => searchAll(first, query)))
+    await first.close()
+
+    const restarted = await openSearchEngine(dir)
+    assert.strictEqual((await restarted.indexer()).health().reconciles, 0, "persisted data was current")
+    assert.deepStrictEqual(await Promise.all(queries.map((query) => searchAll(restarted, query))), before)
+    await restarted.close()
+
+    rmSync(join(dir, "search"), { recursive: true, force: true })
+    const rebuilt = await openSearchEngine(dir)
+    assert.deepStrictEqual(await Promise.all(queries.map((query) => searchAll(rebuilt, query))), before)
+    await assertIndexEqualsStore(rebuilt)
+    await rebuilt.close()
+
+    // Write with the stores alone (no indexer running), then start the whole engine again.
+    const storesOnly = Router.layer({ dataDir: dir, stores: [graphStore] }).pipe(
+      Layer.provideMerge(EventBus.layer),
+      Layer.provide(layerNode),
+    )
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        const store = (yield* Router.Router).store(graphStore)
+        yield* store.send({ _tag: "DeleteEntities", project: "p", entityNames: ["Ledger"] })
+        yield* store.send({
+          _tag: "AddObservations",
+          project: "p",
+          observations: [{ entityName: "Alice", contents: ["likes tea"] }],
+        })
+      }).pipe(Effect.provide(Layer.fresh(storesOnly))),
+    )
+    const caughtUp = await openSearchEngine(dir)
+    await assertIndexEqualsStore(caughtUp)
+    const ids = (await searchAll(caughtUp, "ledger database")).map((hit) => hit.id)
+    const documents: ReadonlyArray<SearchDocument | undefined> = await caughtUp.run(
+      (await caughtUp.indexer()).documents(ids),
+    )
+    assert.isFalse(documents.some((document) => document?.title === "Ledger"))
+    await caughtUp.close()
+  })
+})

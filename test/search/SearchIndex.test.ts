@@ -1,0 +1,220 @@
+/**
+ * The search index answers exactly what a brute-force scan answers, after any sequence of
+ * creates, updates and deletes (property test on random corpora), and its timeline equals a sort.
+ */
+import fc from "fast-check"
+import { assert, describe, it } from "vitest"
+import type { SearchFilter, SearchMode } from "../../src/search/Ranking.ts"
+import { embeddingText, type SearchDocument } from "../../src/search/SearchDocument.ts"
+import { SearchIndex } from "../../src/search/SearchIndex.ts"
+import { bruteForceSearch, bruteForceTimeline } from "./reference.ts"
+
+const words = [
+  "cache",
+  "caches",
+  "deploy",
+  "rollback",
+  "postgres",
+  "migration",
+  "migrations",
+  "flaky",
+  "test",
+  "login",
+  "token",
+  "the",
+  "a",
+  "of",
+  "createEntities",
+  "search_nodes",
+  "latency",
+  "queries",
+  "query",
+  "café",
+  "日本",
+  "timeout",
+  "timeouts",
+  "retry",
+]
+const dimensions = 6
+const now = 1_700_000_000_000
+
+const text = fc.array(fc.constantFrom(...words), { maxLength: 8 }).map((parts) => parts.join(" "))
+const unitVector = fc
+  .array(fc.double({ min: -1, max: 1, noNaN: true }), { minLength: dimensions, maxLength: dimensions })
+  .map((values) => {
+    const norm = Math.hypot(...values)
+    return norm < 1e-3 ? undefined : Float32Array.from(values, (value) => value / norm)
+  })
+
+const documentDraft = fc.record({
+  title: text,
+  text,
+  project: fc.constantFrom("p1", "p2"),
+  kind: fc.constantFrom("note", "task"),
+  session: fc.option(fc.constantFrom("s1", "s2"), { nil: undefined }),
+  at: fc.integer({ min: now - 1e9, max: now }),
+  importance: fc.option(fc.double({ min: 0, max: 1, noNaN: true }), { nil: undefined }),
+})
+
+/** Replace group `group` of `store` with up to three documents; each new embedding may be computed or not. */
+const operation = fc.record({
+  store: fc.constantFrom("alpha", "beta"),
+  group: fc.integer({ min: 0, max: 6 }),
+  /** Indexes into the run's pool of drafts, so the same document is written again often. */
+  drafts: fc.array(fc.nat(4), { maxLength: 3 }),
+  vectors: fc.array(fc.option(unitVector, { nil: undefined, freq: 4 }), { minLength: 3, maxLength: 3 }),
+})
+
+const filterArbitrary: fc.Arbitrary<SearchFilter> = fc.record(
+  {
+    projects: fc.constantFrom(["p1"], ["p2"], ["p1", "p2"]),
+    stores: fc.constantFrom(["alpha"], ["beta"]),
+    kinds: fc.constantFrom(["note"], ["task"]),
+    session: fc.constantFrom("s1", "s2"),
+    since: fc.integer({ min: now - 1e9, max: now }),
+    until: fc.integer({ min: now - 1e9, max: now }),
+  },
+  { requiredKeys: [] },
+)
+
+const queryArbitrary = fc.record({
+  text,
+  mode: fc.constantFrom<SearchMode>("lexical", "semantic", "hybrid"),
+  filter: filterArbitrary,
+  limit: fc.integer({ min: 1, max: 12 }),
+  vector: fc.option(unitVector, { nil: undefined }),
+})
+
+describe("SearchIndex", () => {
+  it("search equals a brute-force scan after random creates, updates and deletes", () => {
+    fc.assert(
+      fc.property(
+        fc.array(documentDraft, { minLength: 5, maxLength: 5 }),
+        fc.array(operation, { maxLength: 25 }),
+        fc.array(queryArbitrary, { minLength: 1, maxLength: 8 }),
+        (pool, operations, queries) => {
+          const index = new SearchIndex()
+          const groups = new Map<string, Array<SearchDocument>>()
+          const vectors = new Map<string, { text: string; vector: Float32Array }>()
+          for (const op of operations) {
+            const key = `${op.store}/${op.group}`
+            const documents = op.drafts.map(
+              (draft, i): SearchDocument => ({ ...pool[draft]!, id: `${key}#${i}`, store: op.store }),
+            )
+            for (const old of groups.get(key) ?? [])
+              if (!documents.some((document) => document.id === old.id)) vectors.delete(old.id)
+            for (const document of documents) {
+              const kept = vectors.get(document.id)
+              if (kept !== undefined && kept.text !== embeddingText(document)) vectors.delete(document.id)
+            }
+            if (documents.length > 0) groups.set(key, documents)
+            else groups.delete(key)
+            const pending = index.replaceGroup(op.store, String(op.group), documents)
+            // What still needs a vector is exactly what the model has no vector for.
+            assert.deepStrictEqual(
+              pending.map((item) => item.id).sort(),
+              documents
+                .filter((document) => !vectors.has(document.id))
+                .map((document) => document.id)
+                .sort(),
+            )
+            pending.forEach((item, i) => {
+              const vector = op.vectors[Number(item.id.split("#")[1]) ?? i]
+              if (vector === undefined) return
+              assert.isTrue(index.setVector(item.id, item.hash, vector))
+              vectors.set(item.id, { text: item.text, vector })
+            })
+          }
+          const documents = [...groups.values()].flat()
+          assert.strictEqual(index.size, documents.length)
+          const countBy = (key: (document: SearchDocument) => string | undefined) => {
+            const counts: Record<string, number> = {}
+            for (const document of documents) {
+              const value = key(document)
+              if (value !== undefined) counts[value] = (counts[value] ?? 0) + 1
+            }
+            return counts
+          }
+          const stats = index.stats()
+          assert.deepStrictEqual(
+            stats.byStore,
+            countBy((document) => document.store),
+          )
+          assert.deepStrictEqual(
+            stats.byKind,
+            countBy((document) => document.kind),
+          )
+          assert.strictEqual(stats.sessions, Object.keys(countBy((document) => document.session)).length)
+          assert.strictEqual(stats.vectors, vectors.size)
+          const plainVectors = new Map([...vectors].map(([id, entry]) => [id, entry.vector]))
+          for (const query of queries) {
+            const request = { ...query, now }
+            const expected = bruteForceSearch(documents, plainVectors, request)
+            const actual = index.search(request)
+            const view = (hit: (typeof actual)[number]) => [hit.document.id, hit.score, hit.bm25, hit.similarity]
+            assert.deepStrictEqual(
+              actual.map(view),
+              expected.map(view),
+              `query ${JSON.stringify(query.text)} ${query.mode}`,
+            )
+            for (const hit of actual) {
+              const parts = hit.score_breakdown
+              assert.closeTo(parts.fulltext + parts.semantic + parts.recency + parts.importance, hit.score, 1e-12)
+            }
+          }
+          for (const document of documents.slice(0, 3)) {
+            const timeline = index.timeline(document.id, 2)!
+            assert.deepStrictEqual(
+              { before: timeline.before.map((d) => d.id), after: timeline.after.map((d) => d.id) },
+              bruteForceTimeline(documents, document.id, 2),
+            )
+          }
+        },
+      ),
+      { numRuns: 150 },
+    )
+  })
+
+  it("common terms only score documents a rarer term found, unless the query has nothing rarer", () => {
+    const index = new SearchIndex()
+    const documents: Array<SearchDocument> = Array.from({ length: 1200 }, (_, i) => ({
+      id: `d${String(i).padStart(4, "0")}`,
+      store: i % 2 === 0 ? "alpha" : "beta",
+      project: "p",
+      kind: "note",
+      title: i % 7 === 0 ? "deploy rollback" : "notes",
+      text: [i % 10 !== 0 ? "error" : "", i % 97 === 0 ? "segfault" : "", i % 3 === 0 ? "error error" : ""].join(" "),
+      at: now - i,
+    }))
+    for (const document of documents) index.replaceGroup(document.store, document.id, [document])
+    for (const text of ["error segfault", "error", "error deploy", "segfault rollback error"]) {
+      const query = { text, mode: "lexical" as const, filter: {}, limit: 50, now }
+      const view = (hit: { document: SearchDocument; score: number; bm25?: number }) => [
+        hit.document.id,
+        hit.score,
+        hit.bm25,
+      ]
+      assert.deepStrictEqual(
+        index.search(query).map(view),
+        bruteForceSearch(documents, new Map(), query).map(view),
+        text,
+      )
+    }
+    // "error" is common: with "segfault" in the query only segfault documents are candidates.
+    const hits = index.search({ text: "error segfault", mode: "lexical", filter: {}, limit: 50, now })
+    assert.isTrue(hits.length > 0 && hits.every((hit) => hit.document.text.includes("segfault")))
+  })
+
+  it("ranks words in the title above the same words in the text, and folds plurals", () => {
+    const index = new SearchIndex()
+    const base = { store: "s", project: "p", kind: "note", at: now }
+    index.replaceGroup("s", "1", [{ ...base, id: "a", title: "unrelated", text: "database migration went fine" }])
+    index.replaceGroup("s", "2", [{ ...base, id: "b", title: "Database migrations", text: "notes" }])
+    const hits = index.search({ text: "database migration", mode: "lexical", filter: {}, limit: 5, now })
+    assert.deepStrictEqual(
+      hits.map((hit) => hit.document.id),
+      ["b", "a"],
+    )
+    assert.isAbove(hits[0]!.score_breakdown.fulltext, hits[1]!.score_breakdown.fulltext)
+  })
+})

@@ -1,0 +1,86 @@
+/**
+ * Search's persistence and its in-memory twin keep the same contract (one suite, both layers):
+ * groups come back whole and in key order, vectors with their hash, sequences and model id.
+ */
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, assert, describe, it } from "vitest"
+import type { SearchDocument } from "../../src/search/SearchDocument.ts"
+import {
+  makeMemoryPersistence,
+  openLmdbPersistence,
+  type SearchPersistence,
+} from "../../src/search/SearchPersistence.ts"
+
+const dirs: Array<string> = []
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
+})
+
+const document = (id: string, store: string, text: string): SearchDocument => ({
+  id,
+  store,
+  project: "p",
+  kind: "note",
+  title: `title ${id}`,
+  text,
+  at: 1,
+  fields: { tag: "x" },
+})
+
+const layers: ReadonlyArray<readonly [string, () => { open: () => SearchPersistence }]> = [
+  [
+    "memory",
+    () => {
+      const shared = makeMemoryPersistence()
+      return { open: () => shared }
+    },
+  ],
+  [
+    "lmdb",
+    () => {
+      const dir = mkdtempSync(join(tmpdir(), "mnemos-search-persist-"))
+      dirs.push(dir)
+      return { open: () => openLmdbPersistence(join(dir, "lmdb")) }
+    },
+  ],
+]
+
+describe.each(layers)("SearchPersistence (%s)", (_, make) => {
+  it("keeps groups, vectors, sequences and the model id across reopening", async () => {
+    const layer = make()
+    const first = layer.open()
+    first.putDocument("g1", document("a", "s", "one"))
+    first.putDocument("g1", document("b", "s", "two"))
+    first.putDocument("g2", document("c", "s", "three"))
+    first.putDocument("g1", document("d", "t", "four"))
+    first.removeDocument("s", "g1", "b")
+    first.putVector("a", "hash-a", Float32Array.of(0.5, -0.25))
+    first.putVector("c", "hash-c", Float32Array.of(1, 0))
+    first.removeVector("c")
+    first.setSeq("s", 42)
+    first.setModelId("model-1")
+    await first.close()
+    const second = layer.open()
+    assert.deepStrictEqual(
+      [...second.groups()].map((group) => [group.store, group.group, group.documents.map((d) => d.id)]),
+      [
+        ["s", "g1", ["a"]],
+        ["s", "g2", ["c"]],
+        ["t", "g1", ["d"]],
+      ],
+    )
+    assert.deepStrictEqual([...second.groups()][0]!.documents[0], document("a", "s", "one"))
+    const vector = second.vector("a")!
+    assert.strictEqual(vector.hash, "hash-a")
+    assert.deepStrictEqual([...vector.vector], [0.5, -0.25])
+    assert.strictEqual(second.vector("c"), undefined)
+    assert.strictEqual(second.seq("s"), 42)
+    assert.strictEqual(second.seq("t"), undefined)
+    assert.strictEqual(second.modelId(), "model-1")
+    await second.clearVectors()
+    assert.strictEqual(second.vector("a"), undefined)
+    await second.close()
+  })
+})

@@ -1,0 +1,108 @@
+/**
+ * The search tools over MCP: seed 000's formats (compact markdown with [mem:id]) and their
+ * structuredContent, score breakdowns that add up, filters, and argument validation.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "vitest"
+import { openSearchEngine, removeTempDirs, type SearchEngine } from "./harness.ts"
+
+let engine: SearchEngine
+beforeAll(async () => {
+  engine = await openSearchEngine()
+  await engine.ok("create_entities", {
+    entities: [
+      {
+        name: "Ledger service",
+        entityType: "service",
+        observations: ["Stores money as integer cents, never floats", "Uses PostgreSQL with serializable transactions"],
+      },
+      { name: "Login flakiness", entityType: "bug", observations: ["The sign-in browser test fails one run in ten"] },
+    ],
+  })
+})
+afterAll(async () => {
+  await engine.close()
+  removeTempDirs()
+})
+
+interface IndexEntry {
+  id: string
+  score: number
+  store: string
+  type: string
+  summary: string
+  score_breakdown: { fulltext: number; semantic: number; recency: number; importance: number }
+}
+
+describe("search tools", () => {
+  it("mem-search answers a compact index with ids, and breakdowns that add up to the score", async () => {
+    const reply = await engine.ok("mem-search", { query: "postgresql transactions", topK: 3 })
+    assert.match(reply.text, /^## Memory Search Results\n\nFound \d+ relevant memories for "postgresql transactions":/)
+    assert.include(reply.text, "Use `mem-details` with IDs for full content.")
+    const results = reply.structured.results as Array<IndexEntry>
+    assert.isAtMost(results.length, 3)
+    assert.strictEqual(results[0]!.summary, "Ledger service: Uses PostgreSQL with serializable transactions")
+    assert.include(reply.text, `### 1. [mem:${results[0]!.id}]`)
+    for (const result of results) {
+      const parts = result.score_breakdown
+      assert.closeTo(parts.fulltext + parts.semantic + parts.recency + parts.importance, result.score, 1e-3)
+    }
+    assert.isAbove(results[0]!.score_breakdown.fulltext, 0)
+  })
+
+  it("finds by meaning in semantic mode, with no shared word", async () => {
+    const reply = await engine.ok("mem-search", { query: "authentication check unreliable", mode: "semantic" })
+    const results = reply.structured.results as Array<IndexEntry>
+    assert.isTrue(results.some((result) => result.summary.startsWith("Login flakiness: The sign-in")))
+    assert.isTrue(results.every((result) => result.score_breakdown.fulltext === 0))
+  })
+
+  it("mem-timeline shows what came before and after; mem-details the full records", async () => {
+    const search = await engine.ok("mem-search", { query: "integer cents", mode: "lexical", topK: 1 })
+    const id = (search.structured.results as Array<IndexEntry>)[0]!.id
+    const timeline = await engine.ok("mem-timeline", { ids: [id, "missing"], windowSize: 2 })
+    assert.include(timeline.text, `### Around [mem:${id}]`)
+    assert.include(timeline.text, "| Time | Type | Preview |")
+    assert.include(timeline.text, "_Not found._")
+    const [found, missing] = timeline.structured.timelines
+    assert.isTrue(found.found)
+    assert.isAtMost(found.before.length + found.after.length, 4)
+    assert.isFalse(missing.found)
+    const details = await engine.ok("mem-details", { ids: [id, "missing"] })
+    assert.include(details.text, `### [mem:${id}]`)
+    assert.include(details.text, "Stores money as integer cents, never floats")
+    assert.strictEqual(details.structured.memories[0].content, "Stores money as integer cents, never floats")
+    assert.deepStrictEqual(details.structured.notFound, ["missing"])
+  })
+
+  it("mem-stats reports counts and a warm index", async () => {
+    const stats = await engine.ok("mem-stats", {})
+    assert.include(stats.text, "## Memory Statistics")
+    assert.strictEqual(stats.structured.state, "warm")
+    assert.strictEqual(stats.structured.index.documents, 5)
+    assert.strictEqual(stats.structured.index.byStore.graph, 5)
+  })
+
+  it("omni_search filters by store, type and time; search_graph ranks entities", async () => {
+    const none = await engine.ok("omni_search", { query: "cents", stores: ["conversations"] })
+    assert.deepStrictEqual(none.structured.results, [])
+    const entities = await engine.ok("omni_search", { query: "ledger", kinds: ["entity"], mode: "lexical" })
+    assert.deepStrictEqual(
+      (entities.structured.results as Array<IndexEntry>).map((result) => result.type),
+      ["entity"],
+    )
+    const future = await engine.ok("omni_search", { query: "ledger", since: "2999-01-01" })
+    assert.deepStrictEqual(future.structured.results, [])
+    const graph = await engine.ok("search_graph", { query: "money stored as whole numbers" })
+    assert.strictEqual(graph.structured.entities[0].name, "Ledger service")
+  })
+
+  it("refuses bad arguments with the error envelope", async () => {
+    const tooMany = await engine.call("mem-search", { query: "x", topK: 21 })
+    assert.isTrue(tooMany.isError)
+    assert.strictEqual(JSON.parse(tooMany.text).error.code, "VALIDATION_ERROR")
+    const badDate = await engine.call("omni_search", { query: "x", since: "yesterday-ish" })
+    assert.isTrue(badDate.isError)
+    const empty = await engine.call("mem-details", { ids: [] })
+    assert.isTrue(empty.isError)
+  })
+})

@@ -1,0 +1,75 @@
+/**
+ * Nearest neighbours above the exact-scan bound: usearch's exact search while the HNSW index is
+ * being built, then the HNSW index itself, both checked against a brute-force scan; a selective
+ * filter falls back to an exact scan and is exact again. Small dimensions keep it quick.
+ */
+import { assert, describe, it } from "vitest"
+import { exactVectorsMax, VectorIndex } from "../../src/search/VectorIndex.ts"
+
+const dimensions = 16
+const random = (() => {
+  let state = 12345
+  return () => {
+    state = (state * 1103515245 + 12345) % 2 ** 31
+    return state / 2 ** 31
+  }
+})()
+const unit = () => {
+  const values = Array.from({ length: dimensions }, () => random() - 0.5)
+  const norm = Math.hypot(...values)
+  return Float32Array.from(values, (value) => value / norm)
+}
+
+describe("VectorIndex above the exact-scan bound", () => {
+  const count = exactVectorsMax + 500
+  const vectors = Array.from({ length: count }, unit)
+  const index = new VectorIndex()
+  vectors.forEach((vector, num) => {
+    index.set(num, vector)
+  })
+  index.remove(7) // a hole
+  const byNum = (a: number, b: number) => a - b
+  const exact = (query: Float32Array, accept: (num: number) => boolean, limit: number) =>
+    vectors
+      .map((vector, num) => ({ num, similarity: vector.reduce((sum, value, i) => sum + value * query[i]!, 0) }))
+      .filter((hit) => hit.num !== 7 && accept(hit.num))
+      .sort((a, b) => b.similarity - a.similarity || a.num - b.num)
+      .slice(0, limit)
+      .map((hit) => hit.num)
+  const recall = (found: ReadonlyArray<number>, expected: ReadonlyArray<number>) =>
+    found.filter((num) => expected.includes(num)).length / expected.length
+
+  it("answers by exact SIMD search before the HNSW index exists, then by HNSW with high recall", () => {
+    const queries = Array.from({ length: 40 }, unit)
+    let before = 0
+    for (const query of queries)
+      before += recall(
+        index.search(query, () => true, 10, -1, byNum).map((hit) => hit.num),
+        exact(query, () => true, 10),
+      )
+    assert.isAtLeast(before / queries.length, 0.99)
+    while (index.buildAnnStep() > 0) {}
+    assert.isTrue(index.annReady)
+    let after = 0
+    for (const query of queries)
+      after += recall(
+        index.search(query, () => true, 10, -1, byNum).map((hit) => hit.num),
+        exact(query, () => true, 10),
+      )
+    assert.isAtLeast(after / queries.length, 0.9)
+    // A removed vector is never returned.
+    assert.isFalse(index.search(vectors[7]!, () => true, 5, -1, byNum).some((hit) => hit.num === 7))
+  })
+
+  it("a selective filter falls back to an exact scan", () => {
+    while (index.buildAnnStep() > 0) {}
+    const accept = (num: number) => num % 97 === 0
+    for (let q = 0; q < 10; q++) {
+      const query = unit()
+      assert.deepStrictEqual(
+        index.search(query, accept, 5, -1, byNum).map((hit) => hit.num),
+        exact(query, accept, 5),
+      )
+    }
+  })
+})
