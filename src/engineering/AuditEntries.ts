@@ -1,0 +1,121 @@
+/**
+ * What the audit ledger writes for one committed event. Record stores' events carry who, the
+ * tool and the record's title, so their entries are complete. Graph events carry the project
+ * and what changed but not who (the graph store's events predate the ledger): their entries
+ * name the tool the event implies and `who: "unknown"`. Events of any other store get a
+ * generic entry from whatever `project`/`by`/`tool` fields they have. The audit store's own
+ * events are never audited (that would never end).
+ */
+import type { CommittedEvent } from "../actors/EventBus.ts"
+import type { GraphEvent } from "../graph/GraphStore.ts"
+import { type AuditEntryInput, allProjectsMarker, auditStore, auditSummaryCharsMax } from "./AuditStore.ts"
+import type { RecordEvent } from "./RecordStore.ts"
+
+/** How many names a summary lists before "and N more". */
+const namesListedMax = 5
+
+const listed = (names: ReadonlyArray<string>): string =>
+  names.length <= namesListedMax
+    ? names.join(", ")
+    : `${names.slice(0, namesListedMax).join(", ")} and ${names.length - namesListedMax} more`
+
+const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ? "" : "s"}`
+
+const graphEntry = (event: GraphEvent): { tool: string; action: string; summary: string } => {
+  switch (event._tag) {
+    case "EntitiesCreated":
+      return {
+        tool: "create_entities",
+        action: "created",
+        summary: `created ${plural(event.entities.length, "entity")}: ${listed(event.entities.map((entity) => entity.name))}`,
+      }
+    case "RelationsCreated":
+      return {
+        tool: "create_relations",
+        action: "created",
+        summary: `created ${plural(event.relations.length, "relation")}: ${listed(event.relations.map((relation) => `${relation.from} -${relation.relationType}-> ${relation.to}`))}`,
+      }
+    case "ObservationsAdded":
+      return {
+        tool: "add_observations",
+        action: "updated",
+        summary: `added ${plural(
+          event.additions.reduce((sum, addition) => sum + addition.texts.length, 0),
+          "observation",
+        )} to ${listed(event.additions.map((addition) => addition.entityName))}`,
+      }
+    case "ObservationsDeleted":
+      return {
+        tool: "delete_observations",
+        action: "updated",
+        summary: `deleted observations of ${listed(event.deletions.map((deletion) => deletion.entityName))}`,
+      }
+    case "EntitiesDeleted":
+      return {
+        tool: "delete_entities",
+        action: "deleted",
+        summary: `deleted ${plural(event.names.length, "entity")}: ${listed(event.names)}`,
+      }
+    case "RelationsDeleted":
+      return {
+        tool: "delete_relations",
+        action: "deleted",
+        summary: `deleted ${plural(event.relations.length, "relation")}: ${listed(event.relations.map((relation) => `${relation.from} -${relation.relationType}-> ${relation.to}`))}`,
+      }
+    case "EntitiesMerged":
+      return {
+        tool: "merge_entities",
+        action: "merged",
+        summary: `merged ${listed(event.sources)} into ${event.target}`,
+      }
+  }
+}
+
+const stringField = (event: unknown, field: string): string | undefined => {
+  if (typeof event !== "object" || event === null || !(field in event)) return undefined
+  const value = (event as Record<string, unknown>)[field]
+  return typeof value === "string" ? value : undefined
+}
+
+const isRecordEvent = (event: unknown): event is RecordEvent => stringField(event, "_tag") === "RecordWritten"
+
+/** The ledger entry for one committed event, or undefined for the audit store's own events. */
+export const auditEntryOf = (committed: CommittedEvent): AuditEntryInput | undefined => {
+  if (committed.store === auditStore.name) return undefined
+  const { store, seq: sourceSeq, at, event } = committed
+  if (isRecordEvent(event)) {
+    const { record } = event
+    const label = record.number !== undefined ? `#${record.number}` : record.id
+    return {
+      store,
+      sourceSeq,
+      at,
+      project: record.project,
+      who: record.updatedBy,
+      tool: event.tool,
+      action: event.change,
+      kind: record.kind,
+      recordId: record.id,
+      summary: `${event.change} ${record.kind.replaceAll("_", " ")} ${label}: ${event.title}`.slice(
+        0,
+        auditSummaryCharsMax,
+      ),
+    }
+  }
+  if (store === "graph") {
+    const graph = event as GraphEvent
+    const { tool, action, summary } = graphEntry(graph)
+    return { store, sourceSeq, at, project: graph.project, who: "unknown", tool, action, summary }
+  }
+  const tag = stringField(event, "_tag") ?? "event"
+  return {
+    store,
+    sourceSeq,
+    at,
+    project: stringField(event, "project") ?? allProjectsMarker,
+    who: stringField(event, "by") ?? stringField(event, "createdBy") ?? stringField(event, "client") ?? "unknown",
+    tool: stringField(event, "tool") ?? tag,
+    action: tag,
+    summary: `${store}: ${tag}`,
+  }
+}

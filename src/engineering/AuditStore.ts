@@ -1,0 +1,146 @@
+/**
+ * The `audit` store: the append-only ledger of every mutation of every other store — when, who,
+ * through which tool, in which project, and what changed (a one-line summary). Entries are
+ * appended by the audit ledger (AuditLedger.ts) from the event bus and are never changed.
+ *
+ * Each entry names its source (store, sequence number); a source already in the ledger is not
+ * appended again, so re-published events (a store replaying its WAL after a crash) are audited
+ * once. Sequence numbers are gap-free per store: when a source jumps ahead of the last one the
+ * ledger saw, the events between were lost to the ledger (the bus dropped them for a slow
+ * subscriber, or the process died before they were appended), and a `gap` entry says so.
+ *
+ * Key layout (U+001F separators, shown as `/`, for the reason RecordKeys.ts gives; `seq` is the
+ * ledger's own order, zero-padded base 36; `~seq` counts down, so a forward range read is newest
+ * first — the kernel's reverse range reads are not reliable yet, see
+ * test/engineering/KernelReverseRange.test.ts):
+ *
+ *   e / ~seq                   → AuditEntry
+ *   p / project / ~seq         → seq            (per-project, newest first; gap entries are project "*")
+ *   s / store / sourceSeq      → seq            (what is already audited)
+ *   c / store                  → last sourceSeq seen
+ *   n                          → next seq
+ */
+import { Result, Schema } from "effect"
+import type { KeyRange, StoreView, StoreWriter } from "../stores/Checkpoint.ts"
+import type { StoreDefinition } from "../stores/StoreDefinition.ts"
+
+/** Most entries one append command carries. */
+export const auditAppendEntriesMax = 1_000
+/** Longest summary kept, in UTF-16 code units. */
+export const auditSummaryCharsMax = 500
+/** The project of ledger-wide entries (gaps); `project: "*"` queries every project. */
+export const allProjectsMarker = "*"
+
+export const AuditEntryInput = Schema.Struct({
+  store: Schema.String,
+  sourceSeq: Schema.Int,
+  at: Schema.Number,
+  project: Schema.String,
+  who: Schema.String,
+  tool: Schema.String,
+  action: Schema.String,
+  kind: Schema.optionalKey(Schema.String),
+  recordId: Schema.optionalKey(Schema.String),
+  summary: Schema.String,
+})
+export type AuditEntryInput = typeof AuditEntryInput.Type
+
+export const AuditEntry = Schema.Struct({ seq: Schema.Int, ...AuditEntryInput.fields })
+export type AuditEntry = typeof AuditEntry.Type
+
+export const AuditCommand = Schema.TaggedStruct("Append", {
+  entries: Schema.Array(AuditEntryInput).check(Schema.isMaxLength(auditAppendEntriesMax)),
+})
+export type AuditCommand = typeof AuditCommand.Type
+
+export const AuditEvent = Schema.TaggedStruct("Appended", { entries: Schema.Array(AuditEntry) })
+export type AuditEvent = typeof AuditEvent.Type
+
+/** How many entries an append added (sources already audited are skipped). */
+export interface AuditReply {
+  readonly appended: number
+}
+
+const sep = "\u001f"
+const end = " "
+const seqWidth = 11
+const encodeSeq = (seq: number): string => seq.toString(36).padStart(seqWidth, "0")
+const encodeDescending = (seq: number): string => encodeSeq(Number.MAX_SAFE_INTEGER - seq)
+
+const entryKey = (seq: number) => `e${sep}${encodeDescending(seq)}`
+const projectEntryKey = (project: string, seq: number) => `p${sep}${project}${sep}${encodeDescending(seq)}`
+const sourceKey = (store: string, sourceSeq: number) => `s${sep}${store}${sep}${encodeSeq(sourceSeq)}`
+const cursorKey = (store: string) => `c${sep}${store}`
+const nextSeqKey = "n"
+
+/** Every entry, newest first. */
+export const allEntries: KeyRange = { start: `e${sep}`, end: `e${end}` }
+/** The entries of one project, newest first. */
+export const projectEntries = (project: string): KeyRange => ({
+  start: `p${sep}${project}${sep}`,
+  end: `p${sep}${project}${end}`,
+})
+/** The entry with ledger sequence `seq`. */
+export const getEntry = (view: StoreView, seq: number): AuditEntry | undefined =>
+  view.get(entryKey(seq)) as AuditEntry | undefined
+/** Where the entries older than `seq` start in a range of ledger keys with `prefix`. */
+export const olderThan = (prefix: string, seq: number): string => `${prefix}${encodeDescending(seq - 1)}`
+
+const decide = (command: AuditCommand, state: StoreView, context: { readonly now: number }) => {
+  let next = (state.get(nextSeqKey) as number | undefined) ?? 1
+  const seen = new Set<string>()
+  const cursors = new Map<string, number | undefined>()
+  const entries: Array<AuditEntry> = []
+  for (const input of command.entries) {
+    const source = sourceKey(input.store, input.sourceSeq)
+    if (seen.has(source) || state.get(source) !== undefined) continue
+    seen.add(source)
+    const last = cursors.has(input.store)
+      ? cursors.get(input.store)
+      : (state.get(cursorKey(input.store)) as number | undefined)
+    if (last !== undefined && input.sourceSeq > last + 1) {
+      const missing = input.sourceSeq - last - 1
+      entries.push({
+        seq: next++,
+        store: input.store,
+        sourceSeq: last + 1,
+        at: context.now,
+        project: allProjectsMarker,
+        who: "mnemos",
+        tool: "audit",
+        action: "gap",
+        summary: `${missing} event(s) of store "${input.store}" (seq ${last + 1}..${input.sourceSeq - 1}) were not audited: the ledger fell behind or the process stopped before appending them`,
+      })
+    }
+    if (last === undefined || input.sourceSeq > last) cursors.set(input.store, input.sourceSeq)
+    entries.push({ seq: next++, ...input, summary: input.summary.slice(0, auditSummaryCharsMax) })
+  }
+  return Result.succeed({
+    events: entries.length > 0 ? [{ _tag: "Appended" as const, entries }] : [],
+    reply: { appended: entries.length },
+  })
+}
+
+const apply = (event: AuditEvent, state: StoreWriter): void => {
+  let next = (state.get(nextSeqKey) as number | undefined) ?? 1
+  for (const entry of event.entries) {
+    state.put(entryKey(entry.seq), entry)
+    state.put(projectEntryKey(entry.project, entry.seq), entry.seq)
+    if (entry.action !== "gap") {
+      state.put(sourceKey(entry.store, entry.sourceSeq), entry.seq)
+      const cursor = state.get(cursorKey(entry.store)) as number | undefined
+      if (cursor === undefined || entry.sourceSeq > cursor) state.put(cursorKey(entry.store), entry.sourceSeq)
+    }
+    next = Math.max(next, entry.seq + 1)
+  }
+  state.put(nextSeqKey, next)
+}
+
+/** The audit store's definition. */
+export const auditStore: StoreDefinition<AuditCommand, AuditEvent, AuditReply, never> = {
+  name: "audit",
+  commandSchema: AuditCommand,
+  eventSchema: AuditEvent,
+  decide,
+  apply,
+}
