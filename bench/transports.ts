@@ -1,0 +1,361 @@
+/**
+ * The transport benchmark: what each way of reaching mnemos costs, beside the protocol floor.
+ *
+ * The floor is an MCP SDK server with one no-op tool, in its own process, on the same transports
+ * (stdio; Streamable HTTP, SSE and WebSocket on one HTTP server laid out like the daemon's). mnemos
+ * answers a real read tool (`open_nodes` of one of 1,000 entities) from the daemon, or from
+ * `serve --stdio` for stdio; "stdio via shim" is `mnemos mcp` proxying to the daemon.
+ *
+ *   1. Round trip: sequential calls on one connection, p50/p99 and calls/s
+ *      (2,000 calls after 200 warm-up; 300 after 50 with --quick).
+ *   2. Throughput: 1, 10 and 50 concurrent clients (one connection each, one call in flight each)
+ *      for 5 s (1.5 s with --quick) over each network transport; calls/s and latency p99.
+ *
+ * Clients run in this process, so at 50 clients the client side shares the machine with the
+ * server: numbers are for comparing rows of one run, not absolute capacity.
+ *
+ * Run as `node --import tsx bench/transports.ts floor-http|floor-stdio` it is the floor server.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
+import type { AddressInfo } from "node:net"
+import { pathToFileURL } from "node:url"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { Server } from "@modelcontextprotocol/sdk/server/index.js"
+import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js"
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
+import { CallToolRequestSchema, isInitializeRequest, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
+import { WebSocketServer } from "ws"
+import { WebSocketTransport } from "../src/transports/WebSocketTransport.ts"
+import {
+  cleanup,
+  cliArgs,
+  clientTransport,
+  type NetworkTransport,
+  networkTransports,
+  repoRoot,
+  startDaemon,
+  tempDir,
+} from "../test/transports/harness.ts"
+import { type BenchSuite, quantile, round } from "./Table.ts"
+
+const seededEntities = 1_000
+
+/**
+ * Node's fetch leaves one abort listener per request on the SDK Streamable HTTP client's
+ * transport-wide AbortSignal until garbage collection, so thousands of calls on one client warn
+ * "MaxListenersExceededWarning ... AbortSignal" (client side, harmless). Keep other warnings.
+ */
+const quietAbortSignalWarnings = () => {
+  const printers = process.listeners("warning")
+  process.removeAllListeners("warning")
+  process.on("warning", (warning) => {
+    if (warning.name === "MaxListenersExceededWarning" && warning.message.includes("AbortSignal")) return
+    for (const print of printers) print(warning)
+  })
+}
+const concurrencies = [1, 10, 50] as const
+
+// ---------------------------------------------------------------------------------------------
+// The floor server
+
+const floorServer = (): Server => {
+  const server = new Server({ name: "floor", version: "1.0.0" }, { capabilities: { tools: {} } })
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({
+    tools: [{ name: "noop", description: "does nothing", inputSchema: { type: "object", properties: {} } }],
+  }))
+  server.setRequestHandler(CallToolRequestSchema, async () => ({ content: [{ type: "text", text: "ok" }] }))
+  return server
+}
+
+const readBody = (req: IncomingMessage): Promise<unknown> =>
+  new Promise((resolve) => {
+    const chunks: Array<Buffer> = []
+    req.on("data", (chunk: Buffer) => chunks.push(chunk))
+    req.on("end", () => resolve(chunks.length === 0 ? undefined : JSON.parse(Buffer.concat(chunks).toString("utf8"))))
+  })
+
+/** The floor on HTTP: `/mcp`, `/sse` + `/messages` and `/ws`, like the daemon. Prints its port. */
+const serveFloorHttp = () => {
+  const streamable = new Map<string, StreamableHTTPServerTransport>()
+  const sse = new Map<string, SSEServerTransport>()
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const url = new URL(req.url ?? "/", "http://localhost")
+    if (url.pathname === "/mcp") {
+      const id = req.headers["mcp-session-id"]
+      const existing = typeof id === "string" ? streamable.get(id) : undefined
+      const body = req.method === "POST" ? await readBody(req) : undefined
+      if (existing !== undefined) return existing.handleRequest(req, res, body)
+      if (!isInitializeRequest(body)) return res.writeHead(400).end()
+      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => crypto.randomUUID(),
+        onsessioninitialized: (sessionId) => void streamable.set(sessionId, transport),
+      })
+      await floorServer().connect(transport)
+      return transport.handleRequest(req, res, body)
+    }
+    if (url.pathname === "/sse") {
+      const transport = new SSEServerTransport("/messages", res)
+      sse.set(transport.sessionId, transport)
+      return floorServer().connect(transport)
+    }
+    if (url.pathname === "/messages")
+      return sse.get(url.searchParams.get("sessionId") ?? "")?.handlePostMessage(req, res, await readBody(req))
+    res.writeHead(404).end()
+  }
+  const server = createServer((req, res) => void handle(req, res))
+  const wss = new WebSocketServer({ server, path: "/ws" })
+  wss.on("connection", (socket) => void floorServer().connect(new WebSocketTransport(socket)))
+  server.listen(0, "127.0.0.1", () => console.log(`listening ${(server.address() as AddressInfo).port}`))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measuring
+
+interface Target {
+  readonly tool: string
+  readonly args: (call: number) => Record<string, unknown>
+}
+const readTarget: Target = {
+  tool: "open_nodes",
+  args: (call) => ({ names: [`entity-${(call * 7919) % seededEntities}`] }),
+}
+const floorTarget: Target = { tool: "noop", args: () => ({}) }
+
+const callOnce = async (client: Client, target: Target, call: number): Promise<number> => {
+  const started = performance.now()
+  const result = await client.callTool({ name: target.tool, arguments: target.args(call) })
+  if (result.isError) throw new Error(`${target.tool} failed: ${JSON.stringify(result.content)}`)
+  return performance.now() - started
+}
+
+interface Latency {
+  readonly p50Ms: number
+  readonly p99Ms: number
+  readonly callsPerSecond: number
+}
+
+const roundTrips = async (client: Client, target: Target, warmup: number, calls: number): Promise<Latency> => {
+  for (let call = 0; call < warmup; call++) await callOnce(client, target, call)
+  const latencies: Array<number> = []
+  const started = performance.now()
+  for (let call = 0; call < calls; call++) latencies.push(await callOnce(client, target, call))
+  const elapsedMs = performance.now() - started
+  latencies.sort((a, b) => a - b)
+  return {
+    p50Ms: round(quantile(latencies, 0.5)),
+    p99Ms: round(quantile(latencies, 0.99)),
+    callsPerSecond: round((calls / elapsedMs) * 1000, 0),
+  }
+}
+
+const throughput = async (clients: ReadonlyArray<Client>, target: Target, durationMs: number): Promise<Latency> => {
+  const latencies: Array<number> = []
+  const deadline = performance.now() + durationMs
+  const started = performance.now()
+  await Promise.all(
+    clients.map(async (client, index) => {
+      for (let call = index * 100_003; performance.now() < deadline; call++)
+        latencies.push(await callOnce(client, target, call))
+    }),
+  )
+  const elapsedMs = performance.now() - started
+  latencies.sort((a, b) => a - b)
+  return {
+    p50Ms: round(quantile(latencies, 0.5)),
+    p99Ms: round(quantile(latencies, 0.99)),
+    callsPerSecond: round((latencies.length / elapsedMs) * 1000, 0),
+  }
+}
+
+const connectNetwork = async (kind: NetworkTransport, url: string): Promise<Client> => {
+  const client = new Client({ name: "bench", version: "1.0.0" })
+  await client.connect(await clientTransport(kind, url))
+  return client
+}
+
+const connectStdio = async (args: Array<string>): Promise<Client> => {
+  const client = new Client({ name: "bench", version: "1.0.0" })
+  await client.connect(new StdioClientTransport({ command: process.execPath, args, cwd: repoRoot, stderr: "ignore" }))
+  return client
+}
+
+const startFloorHttp = async (): Promise<{ url: string; stop: () => void }> => {
+  const { spawn } = await import("node:child_process")
+  const child = spawn(process.execPath, ["--import", "tsx", "bench/transports.ts", "floor-http"], {
+    cwd: repoRoot,
+    stdio: ["ignore", "pipe", "inherit"],
+  })
+  const port = await new Promise<number>((resolve, reject) => {
+    let output = ""
+    child.stdout.on("data", (chunk) => {
+      output += chunk
+      const match = /listening (\d+)/.exec(output)
+      if (match) resolve(Number(match[1]))
+    })
+    child.once("exit", () => reject(new Error(`the floor server exited: ${output}`)))
+  })
+  return { url: `http://127.0.0.1:${port}`, stop: () => child.kill("SIGTERM") }
+}
+
+const seed = async (url: string) => {
+  const client = await connectNetwork("ws", url)
+  for (let start = 0; start < seededEntities; start += 100)
+    await client.callTool({
+      name: "create_entities",
+      arguments: {
+        entities: Array.from({ length: 100 }, (_, offset) => ({
+          name: `entity-${start + offset}`,
+          entityType: "bench",
+          observations: [`observation of entity ${start + offset}`, "a second observation"],
+        })),
+      },
+    })
+  await client.close()
+}
+
+type TransportName = "stdio" | "stdio via shim" | NetworkTransport
+
+export const suite: BenchSuite = {
+  title: "MCP transports: round trip and throughput of a read tool, beside an SDK no-op server (the floor)",
+  run: async ({ quick }) => {
+    quietAbortSignalWarnings()
+    const warmup = quick ? 50 : 200
+    const calls = quick ? 300 : 2_000
+    const durationMs = quick ? 1_500 : 5_000
+    const latency: Array<{ transport: TransportName; mnemos: Latency; floor: Latency }> = []
+    const scaling: Array<{ transport: NetworkTransport; clients: number; mnemos: Latency; floor: Latency }> = []
+    const floor = await startFloorHttp()
+    try {
+      const daemon = await startDaemon()
+      await seed(daemon.url)
+
+      const embeddedDir = tempDir("mnemos-bench-stdio-")
+      {
+        const seeder = await connectStdio(cliArgs("serve", "--stdio", "--data-dir", embeddedDir))
+        for (let start = 0; start < seededEntities; start += 100)
+          await seeder.callTool({
+            name: "create_entities",
+            arguments: {
+              entities: Array.from({ length: 100 }, (_, offset) => ({
+                name: `entity-${start + offset}`,
+                entityType: "bench",
+                observations: [`observation of entity ${start + offset}`, "a second observation"],
+              })),
+            },
+          })
+        const mnemos = await roundTrips(seeder, readTarget, warmup, calls)
+        await seeder.close()
+        const floorClient = await connectStdio(["--import", "tsx", "bench/transports.ts", "floor-stdio"])
+        latency.push({ transport: "stdio", mnemos, floor: await roundTrips(floorClient, floorTarget, warmup, calls) })
+        await floorClient.close()
+      }
+      {
+        const shim = await connectStdio(cliArgs("mcp", "--data-dir", daemon.dataDir, "--port", String(daemon.port)))
+        const mnemos = await roundTrips(shim, readTarget, warmup, calls)
+        await shim.close()
+        const floorClient = await connectStdio(["--import", "tsx", "bench/transports.ts", "floor-stdio"])
+        latency.push({
+          transport: "stdio via shim",
+          mnemos,
+          floor: await roundTrips(floorClient, floorTarget, warmup, calls),
+        })
+        await floorClient.close()
+      }
+      for (const kind of networkTransports) {
+        const mnemosClient = await connectNetwork(kind, daemon.url)
+        const floorClient = await connectNetwork(kind, floor.url)
+        latency.push({
+          transport: kind,
+          mnemos: await roundTrips(mnemosClient, readTarget, warmup, calls),
+          floor: await roundTrips(floorClient, floorTarget, warmup, calls),
+        })
+        await Promise.all([mnemosClient.close(), floorClient.close()])
+      }
+      for (const kind of networkTransports) {
+        for (const clients of concurrencies) {
+          const measure = async (url: string, target: Target) => {
+            const connected = await Promise.all(Array.from({ length: clients }, () => connectNetwork(kind, url)))
+            await throughput(connected, target, Math.min(500, durationMs / 3)) // warm-up
+            const result = await throughput(connected, target, durationMs)
+            await Promise.all(connected.map((client) => client.close()))
+            return result
+          }
+          scaling.push({
+            transport: kind,
+            clients,
+            mnemos: await measure(daemon.url, readTarget),
+            floor: await measure(floor.url, floorTarget),
+          })
+        }
+      }
+    } finally {
+      floor.stop()
+      await cleanup()
+    }
+    const ratio = (a: number, b: number) => round(a / b, 2)
+    return {
+      tables: [
+        {
+          title: `Round trip, sequential calls on one connection (${calls} calls after ${warmup} warm-up): mnemos open_nodes of 1 of ${seededEntities} entities vs the SDK no-op floor`,
+          header: [
+            "transport",
+            "mnemos p50 ms",
+            "p99 ms",
+            "calls/s",
+            "floor p50 ms",
+            "p99 ms",
+            "calls/s",
+            "mnemos/floor calls/s",
+          ],
+          rows: latency.map((row) => [
+            row.transport,
+            row.mnemos.p50Ms,
+            row.mnemos.p99Ms,
+            row.mnemos.callsPerSecond,
+            row.floor.p50Ms,
+            row.floor.p99Ms,
+            row.floor.callsPerSecond,
+            ratio(row.mnemos.callsPerSecond, row.floor.callsPerSecond),
+          ]),
+        },
+        {
+          title: `Throughput, N concurrent clients (one connection and one call in flight each) for ${durationMs / 1000} s`,
+          header: [
+            "transport",
+            "clients",
+            "mnemos calls/s",
+            "p50 ms",
+            "p99 ms",
+            "floor calls/s",
+            "p50 ms",
+            "p99 ms",
+            "mnemos/floor",
+          ],
+          rows: scaling.map((row) => [
+            row.transport,
+            row.clients,
+            row.mnemos.callsPerSecond,
+            row.mnemos.p50Ms,
+            row.mnemos.p99Ms,
+            row.floor.callsPerSecond,
+            row.floor.p50Ms,
+            row.floor.p99Ms,
+            ratio(row.mnemos.callsPerSecond, row.floor.callsPerSecond),
+          ]),
+        },
+      ],
+      notes: [
+        "stdio via shim is compared with the plain stdio floor: the shim's extra hop (stdio → WebSocket → daemon) is part of what it costs.",
+        "Clients run in the benchmark process; at 50 clients they compete with the server for the CPU.",
+      ],
+      json: { seededEntities, calls, warmup, durationMs, latency, scaling },
+    }
+  },
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  if (process.argv[2] === "floor-http") serveFloorHttp()
+  else if (process.argv[2] === "floor-stdio") void floorServer().connect(new StdioServerTransport())
+}

@@ -1,0 +1,141 @@
+/**
+ * Graceful shutdown for MCP sessions: every session's transport is wrapped so the server knows
+ * which client requests are in flight (received, not yet answered), can stop taking new ones,
+ * and can wait until the in-flight ones are answered before it closes connections.
+ *
+ * Invariants: a request received before `drain()` is dispatched and its answer is sent (or the
+ * client cancels it: then it is no longer waited for); one received after is not dispatched and
+ * not answered — the connection closes under it, which a
+ * client sees as "connection closed" (the `mnemos mcp` shim resends it to the next daemon, which
+ * applies it once). The wrapper chains, never replaces, handlers set on the inner transport
+ * before it (the HTTP server's session bookkeeping).
+ */
+import type { Transport, TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js"
+import type { JSONRPCMessage, MessageExtraInfo } from "@modelcontextprotocol/sdk/types.js"
+
+type Id = string | number
+
+/** Tracks the in-flight requests of many transports and drains them together. */
+export class Drain {
+  private readonly inFlight = new Map<DrainingTransport, Set<Id>>()
+  private readonly idleWaiters = new Set<() => void>()
+  draining = false
+
+  /** Wraps `inner` so its requests are tracked. */
+  wrap(inner: Transport): Transport {
+    return new DrainingTransport(inner, this)
+  }
+
+  /** Requests received and not yet answered, over every transport. */
+  pending(): number {
+    let count = 0
+    for (const ids of this.inFlight.values()) count += ids.size
+    return count
+  }
+
+  /** Stops dispatching new requests; resolves once every in-flight one is answered, or after `timeoutMs`. */
+  drain(timeoutMs: number): Promise<void> {
+    this.draining = true
+    return new Promise((resolve) => {
+      const finish = () => {
+        clearTimeout(timer)
+        this.idleWaiters.delete(finish)
+        resolve()
+      }
+      const timer = setTimeout(finish, timeoutMs)
+      this.idleWaiters.add(finish)
+      this.settle()
+    })
+  }
+
+  /** @internal */
+  received(transport: DrainingTransport, id: Id): void {
+    const ids = this.inFlight.get(transport) ?? new Set<Id>()
+    ids.add(id)
+    this.inFlight.set(transport, ids)
+  }
+
+  /** @internal */
+  answered(transport: DrainingTransport, id: Id): void {
+    this.inFlight.get(transport)?.delete(id)
+    this.settle()
+  }
+
+  /** @internal */
+  closed(transport: DrainingTransport): void {
+    this.inFlight.delete(transport)
+    this.settle()
+  }
+
+  private settle(): void {
+    if (this.idleWaiters.size === 0 || this.pending() > 0) return
+    for (const waiter of [...this.idleWaiters]) waiter()
+  }
+}
+
+const isRequest = (message: JSONRPCMessage): message is JSONRPCMessage & { id: Id; method: string } =>
+  "method" in message && "id" in message
+const isResponse = (message: JSONRPCMessage): message is JSONRPCMessage & { id: Id } =>
+  !("method" in message) && "id" in message
+
+const cancelledRequestId = (message: JSONRPCMessage): Id | undefined => {
+  if (!("method" in message) || message.method !== "notifications/cancelled" || "id" in message) return undefined
+  const requestId = (message.params as { requestId?: unknown } | undefined)?.requestId
+  return typeof requestId === "string" || typeof requestId === "number" ? requestId : undefined
+}
+
+class DrainingTransport implements Transport {
+  onclose?: () => void
+  onerror?: (error: Error) => void
+  onmessage?: <T extends JSONRPCMessage>(message: T, extra?: MessageExtraInfo) => void
+  setProtocolVersion?: (version: string) => void
+
+  constructor(
+    private readonly inner: Transport,
+    private readonly drain: Drain,
+  ) {
+    const previousClose = inner.onclose
+    const previousError = inner.onerror
+    inner.onclose = () => {
+      previousClose?.()
+      drain.closed(this)
+      this.onclose?.()
+    }
+    inner.onerror = (error) => {
+      previousError?.(error)
+      this.onerror?.(error)
+    }
+    inner.onmessage = (message, extra) => {
+      if (isRequest(message)) {
+        if (drain.draining) return
+        drain.received(this, message.id)
+      }
+      // A cancelled request is never answered (the SDK drops its result): stop waiting for it.
+      const cancelled = cancelledRequestId(message)
+      if (cancelled !== undefined) drain.answered(this, cancelled)
+      this.onmessage?.(message, extra)
+    }
+    if (inner.setProtocolVersion !== undefined)
+      this.setProtocolVersion = (version) => inner.setProtocolVersion?.(version)
+  }
+
+  get sessionId(): string | undefined {
+    return this.inner.sessionId
+  }
+
+  start(): Promise<void> {
+    return this.inner.start()
+  }
+
+  async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
+    try {
+      await this.inner.send(message, options)
+    } finally {
+      if (isResponse(message)) this.drain.answered(this, message.id)
+    }
+  }
+
+  close(): Promise<void> {
+    return this.inner.close()
+  }
+}
