@@ -9,12 +9,22 @@
  * removed if it is still the stale lock that was judged (so two takers cannot both win).
  * Limitation: locks are judged by pid on the same host; a data directory shared over a network
  * file system between hosts is not supported.
+ *
+ * Before the lock is taken the path is checked (`dataDirSafetyProblems`): a data directory that is
+ * world-writable, or that sits under a world-writable directory without the sticky bit, or that is
+ * reached through a symbolic link owned by another (non-root) user, is refused with reason
+ * `Unsafe` and a message saying why and how to fix it — unless `AllowUnsafeDataDir` is set (the
+ * global `--force` flag). Whoever controls such a path can swap the stores under mnemos. Once the
+ * lock is held, the directory's config.json is read and its privacy settings are put in force for
+ * this process (the owner is the only writer, so it is the one whose filter matters).
  */
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import { homedir, hostname } from "node:os"
-import { join, resolve } from "node:path"
-import { Effect, Schema, type Scope } from "effect"
+import { dirname, join, parse, resolve, sep } from "node:path"
+import { Context, Effect, Result, Schema, type Scope } from "effect"
+import { configurePrivacy } from "../privacy/PrivacyFilter.ts"
+import { readDataDirConfig } from "./DataDirConfig.ts"
 
 /** Where the data directory came from, for `mnemos config` and error messages. */
 export type DataDirSource = "flag" | "environment" | "xdg" | "default"
@@ -43,13 +53,110 @@ export interface LockOwner {
 
 /** Why the data directory could not be taken. */
 export class DataDirError extends Schema.TaggedError<DataDirError>()("DataDirError", {
-  reason: Schema.Literals(["Locked", "Io"]),
+  reason: Schema.Literals(["Locked", "Io", "Unsafe", "Config"]),
   path: Schema.String,
   ownerPid: Schema.optional(Schema.Number),
   message: Schema.String,
 }) {}
 
 export const lockFileName = "mnemos.lock"
+
+/** Set (by the global `--force` flag) to accept a data directory that fails the safety checks. */
+export const AllowUnsafeDataDir = Context.Reference<boolean>("mnemos/stores/DataDir/AllowUnsafeDataDir", {
+  defaultValue: () => false,
+})
+
+/** One reason a data directory path is unsafe. */
+export interface DataDirSafetyProblem {
+  readonly kind: "WorldWritable" | "ForeignSymlink"
+  /** The path component at fault. */
+  readonly path: string
+  readonly message: string
+  /** A command that fixes it. */
+  readonly fix: string
+}
+
+/** Who is asking, for the ownership checks (injected by tests). */
+export interface SafetyIdentity {
+  readonly uid: number | undefined
+  readonly platform: NodeJS.Platform
+}
+
+const currentIdentity = (): SafetyIdentity => ({ uid: process.getuid?.(), platform: process.platform })
+
+const modeText = (mode: number) => `0${(mode & 0o7777).toString(8)}`
+
+/**
+ * What is unsafe about `dir` (empty when nothing is): every existing directory from the root to
+ * `dir` is looked at, following symbolic links. On Windows (no POSIX modes) nothing is checked.
+ */
+export const dataDirSafetyProblems = (
+  dir: string,
+  identity: SafetyIdentity = currentIdentity(),
+): ReadonlyArray<DataDirSafetyProblem> => {
+  if (identity.platform === "win32") return []
+  const target = resolve(dir)
+  const problems: Array<DataDirSafetyProblem> = []
+  const root = parse(target).root
+  let current = root
+  const components = target
+    .slice(root.length)
+    .split(sep)
+    .filter((part) => part !== "")
+  for (const [index, component] of components.entries()) {
+    const candidate = join(current, component)
+    let link: fs.Stats
+    try {
+      link = fs.lstatSync(candidate)
+    } catch {
+      break // the rest does not exist yet; it will be created 0700
+    }
+    if (link.isSymbolicLink()) {
+      if (identity.uid !== undefined && link.uid !== identity.uid && link.uid !== 0)
+        problems.push({
+          kind: "ForeignSymlink",
+          path: candidate,
+          message: `${candidate} is a symbolic link owned by another user (uid ${link.uid}), who can point it anywhere`,
+          fix: `use the real path instead: --data-dir ${join(safeRealpath(candidate), ...components.slice(index + 1))}`,
+        })
+      current = safeRealpath(candidate)
+    } else current = candidate
+    let stats: fs.Stats
+    try {
+      stats = fs.statSync(current)
+    } catch {
+      break
+    }
+    const isTarget = index === components.length - 1
+    const worldWritable = (stats.mode & 0o002) !== 0
+    const sticky = (stats.mode & 0o1000) !== 0
+    if (stats.isDirectory() && worldWritable && (isTarget || !sticky))
+      problems.push({
+        kind: "WorldWritable",
+        path: current,
+        message: isTarget
+          ? `${current} is world-writable (mode ${modeText(stats.mode)}): any local user can replace the stores in it`
+          : `${current} is world-writable without the sticky bit (mode ${modeText(stats.mode)}): any local user can rename ${target} away and put another in its place`,
+        fix: isTarget ? `chmod 700 ${current}` : `chmod o-w ${current}  (or chmod +t ${current})`,
+      })
+  }
+  return problems
+}
+
+const safeRealpath = (path: string): string => {
+  try {
+    return fs.realpathSync(path)
+  } catch {
+    return resolve(dirname(path), fs.readlinkSync(path))
+  }
+}
+
+const refuseUnsafe = (dir: string, problems: ReadonlyArray<DataDirSafetyProblem>): DataDirError =>
+  new DataDirError({
+    reason: "Unsafe",
+    path: dir,
+    message: `refusing data directory ${dir}: ${problems.map((problem) => `${problem.message}; fix: ${problem.fix}`).join("; ")}. Pass --force to use it anyway.`,
+  })
 const takeoverAttemptsMax = 5
 
 const isAlive = (pid: number): boolean => {
@@ -154,22 +261,44 @@ const acquire = (dir: string, command: string): LockOwner => {
   })
 }
 
-/** Takes the data directory's lock for the life of the scope. */
+const release = (dir: string, owner: LockOwner): void => {
+  if (readLockOwner(dir)?.pid === owner.pid) fs.rmSync(join(dir, lockFileName), { force: true })
+}
+
+/** Takes the lock, then puts the directory's config.json in force (releasing the lock if it is bad). */
+const acquireChecked = (dir: string, command: string, allowUnsafe: boolean): LockOwner => {
+  if (!allowUnsafe) {
+    const problems = dataDirSafetyProblems(dir)
+    if (problems.length > 0) throw refuseUnsafe(dir, problems)
+  }
+  const owner = acquire(dir, command)
+  const config = readDataDirConfig(dir)
+  if (Result.isFailure(config)) {
+    release(dir, owner)
+    throw new DataDirError({ reason: "Config", path: dir, message: `${config.failure} (see docs/privacy.md)` })
+  }
+  configurePrivacy(config.success.privacy)
+  return owner
+}
+
+/**
+ * Takes the data directory's lock for the life of the scope, after the safety checks (skipped
+ * when `AllowUnsafeDataDir` is set), and puts its config.json in force.
+ */
 export const lockDataDir = (dir: string, command: string): Effect.Effect<LockOwner, DataDirError, Scope.Scope> =>
-  Effect.acquireRelease(
-    Effect.try({
-      try: () => acquire(dir, command),
-      catch: (error) =>
-        error instanceof DataDirError
-          ? error
-          : new DataDirError({
-              reason: "Io",
-              path: dir,
-              message: `cannot lock ${dir}: ${error instanceof Error ? error.message : String(error)}`,
-            }),
-    }),
-    (owner) =>
-      Effect.sync(() => {
-        if (readLockOwner(dir)?.pid === owner.pid) fs.rmSync(join(dir, lockFileName), { force: true })
+  Effect.flatMap(AllowUnsafeDataDir, (allowUnsafe) =>
+    Effect.acquireRelease(
+      Effect.try({
+        try: () => acquireChecked(dir, command, allowUnsafe),
+        catch: (error) =>
+          error instanceof DataDirError
+            ? error
+            : new DataDirError({
+                reason: "Io",
+                path: dir,
+                message: `cannot lock ${dir}: ${error instanceof Error ? error.message : String(error)}`,
+              }),
       }),
+      (owner) => Effect.sync(() => release(dir, owner)),
+    ),
   )

@@ -18,7 +18,9 @@ describe("mnemos --version and --help", () => {
   it("lists the commands in --help and rejects an unknown flag with a non-zero exit", () => {
     const help = execFileSync(process.execPath, ["--import", "tsx", "src/cli.ts", "--help"], { encoding: "utf8" })
     for (const command of ["serve", "mcp", "import", "export"]) expect(help).toContain(command)
-    const bad = spawnSync(process.execPath, ["--import", "tsx", "src/cli.ts", "serve", "--no-such-flag"], { encoding: "utf8" })
+    const bad = spawnSync(process.execPath, ["--import", "tsx", "src/cli.ts", "serve", "--no-such-flag"], {
+      encoding: "utf8",
+    })
     expect(bad.status).not.toBe(0)
     expect(bad.stdout + bad.stderr).toContain("--no-such-flag")
   })

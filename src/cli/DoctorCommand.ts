@@ -1,0 +1,359 @@
+/**
+ * `mnemos doctor`: checks everything a start depends on and, for each problem, prints the command
+ * that fixes it.
+ *
+ * Checks: the data directory (exists, writable, safe path), its permissions (directory 0700, token
+ * 0600), config.json, the lock and its owner, the daemon and its ports, the embedding model, free
+ * disk space, every store's log, and how far the search index lags the stores. It reads only: the
+ * store logs are checked on a read-only view of the disk (stores/WalRepair.ts), and only while no
+ * process owns the data directory (a running daemon is asked for its stores' health instead).
+ * Exit code 1 when a check failed; warnings alone exit 0.
+ */
+import * as fs from "node:fs"
+import { createServer } from "node:net"
+import { dirname, join } from "node:path"
+import { Console, Effect, Option, Result, Schema } from "effect"
+import { Command, Flag } from "effect/cli"
+import { defaultModelName, packagedModelDir } from "../search/Embedder.ts"
+import { openLmdbPersistence } from "../search/SearchPersistence.ts"
+import { defaultVocabularySize, isStaticModelCurrent } from "../search/StaticModelBuild.ts"
+import {
+  type DataDirLocation,
+  dataDirSafetyProblems,
+  isOwnerAlive,
+  lockFileName,
+  readLockOwner,
+  resolveDataDir,
+} from "../stores/DataDir.ts"
+import { dataDirConfigFileName, readDataDirConfig } from "../stores/DataDirConfig.ts"
+import type { StoreHealth } from "../stores/StoreActor.ts"
+import { checkStoreLog, storeDirs } from "../stores/WalRepair.ts"
+import { defaultHost, ping, readDaemonInfo } from "../transports/Daemon.ts"
+import { fetchDaemonStats, runningDaemon } from "./HealthCommand.ts"
+import { dataDirFlag, portFlag } from "./ServeCommand.ts"
+
+/** Below this much free space a write may fail soon. */
+const diskBytesFail = 100 * 1024 * 1024
+/** Below this much free space, say so. */
+const diskBytesWarn = 1024 * 1024 * 1024
+
+/** One finding. */
+export interface Finding {
+  readonly level: "ok" | "warn" | "fail"
+  readonly check: string
+  readonly detail: string
+  /** The command (or action) that fixes it. */
+  readonly fix?: string
+}
+
+/** At least one check failed; the findings were printed. */
+export class DoctorFailed extends Schema.TaggedError<DoctorFailed>()("DoctorFailed", { message: Schema.String }) {}
+
+const ok = (check: string, detail: string): Finding => ({ level: "ok", check, detail })
+const warn = (check: string, detail: string, fix?: string): Finding => ({
+  level: "warn",
+  check,
+  detail,
+  ...(fix ? { fix } : {}),
+})
+const fail = (check: string, detail: string, fix: string): Finding => ({ level: "fail", check, detail, fix })
+const mode = (stats: fs.Stats) => `0${(stats.mode & 0o777).toString(8)}`
+const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MiB`
+
+const checkDirectory = (location: DataDirLocation): ReadonlyArray<Finding> => {
+  const dir = location.path
+  if (!fs.existsSync(dir))
+    return [
+      ok(
+        "data directory",
+        `${dir} (from ${location.source}) does not exist yet; the first start creates it (mode 0700)`,
+      ),
+    ]
+  const stats = fs.statSync(dir)
+  if (!stats.isDirectory())
+    return [fail("data directory", `${dir} is not a directory`, `mv ${dir} ${dir}.old  (or choose another --data-dir)`)]
+  const findings: Array<Finding> = []
+  try {
+    fs.accessSync(dir, fs.constants.R_OK | fs.constants.W_OK | fs.constants.X_OK)
+    findings.push(ok("data directory", `${dir} (from ${location.source})`))
+  } catch {
+    findings.push(
+      fail("data directory", `${dir} is not readable and writable by you`, `chmod u+rwx ${dir}  (or chown it to you)`),
+    )
+  }
+  for (const problem of dataDirSafetyProblems(dir)) findings.push(fail("path safety", problem.message, problem.fix))
+  if (process.platform !== "win32") {
+    if ((stats.mode & 0o077) !== 0 && (stats.mode & 0o002) === 0)
+      findings.push(
+        warn(
+          "permissions",
+          `${dir} is readable by other users (mode ${mode(stats)}); memories are private`,
+          `chmod 700 ${dir}`,
+        ),
+      )
+    const token = join(dir, "token")
+    if (fs.existsSync(token) && (fs.statSync(token).mode & 0o077) !== 0)
+      findings.push(
+        fail(
+          "permissions",
+          `${token} (the bearer token) is readable by other users (mode ${mode(fs.statSync(token))})`,
+          `chmod 600 ${token}`,
+        ),
+      )
+  }
+  return findings
+}
+
+const checkConfig = (dir: string): Finding => {
+  const config = readDataDirConfig(dir)
+  if (Result.isFailure(config))
+    return fail(
+      "config",
+      config.failure,
+      `edit ${join(dir, dataDirConfigFileName)} (docs/privacy.md describes it), or move it away`,
+    )
+  const privacy = config.success.privacy
+  return ok(
+    "config",
+    config.success.present
+      ? `${config.success.path}: ${privacy.customPatterns.length} custom pattern(s), ${privacy.disabledKinds.length} built-in kind(s) off`
+      : "no config.json (every default)",
+  )
+}
+
+const checkLock = (dir: string): { finding: Finding; ownerAlive: boolean } => {
+  const owner = readLockOwner(dir)
+  const lockPath = join(dir, lockFileName)
+  if (owner === undefined) {
+    if (fs.existsSync(lockPath))
+      return {
+        finding: warn("lock", `${lockPath} is unreadable (torn by a crash); it is taken over at the next start`),
+        ownerAlive: false,
+      }
+    return { finding: ok("lock", "not in use"), ownerAlive: false }
+  }
+  if (isOwnerAlive(owner))
+    return {
+      finding: ok("lock", `in use by pid ${owner.pid} (${owner.command}) since ${owner.startedAt}`),
+      ownerAlive: true,
+    }
+  return {
+    finding: warn(
+      "lock",
+      `left by pid ${owner.pid} on ${owner.host} (${owner.command}), which is not running here; the next start takes it over`,
+      `nothing to do (or: rm ${lockPath} if host ${owner.host} no longer uses this directory)`,
+    ),
+    ownerAlive: false,
+  }
+}
+
+const portFree = (host: string, port: number) =>
+  new Promise<boolean>((resolve) => {
+    const server = createServer()
+    server.once("error", () => resolve(false))
+    server.listen(port, host, () => server.close(() => resolve(true)))
+  })
+
+const checkDaemon = (dir: string, port: number) =>
+  Effect.promise(async (): Promise<{ findings: ReadonlyArray<Finding>; stores?: ReadonlyArray<StoreHealth> }> => {
+    const daemon = await runningDaemon(dir)
+    if (daemon !== undefined) {
+      let stores: ReadonlyArray<StoreHealth> | undefined
+      try {
+        stores = (await fetchDaemonStats(dir, daemon)).stores as ReadonlyArray<StoreHealth>
+      } catch {
+        stores = undefined
+      }
+      return {
+        findings: [ok("daemon", `answers on ${daemon.host}:${daemon.port} (pid ${daemon.pid})`)],
+        ...(stores !== undefined ? { stores } : {}),
+      }
+    }
+    const findings: Array<Finding> = []
+    const recorded = readDaemonInfo(dir)
+    if (recorded !== undefined)
+      findings.push(
+        warn(
+          "daemon",
+          `${join(dir, "daemon.json")} names pid ${recorded.pid} on ${recorded.host}:${recorded.port}, which does not answer (it did not shut down cleanly)`,
+          `nothing to do: the next mnemos serve rewrites it (or: rm ${join(dir, "daemon.json")})`,
+        ),
+      )
+    else findings.push(ok("daemon", "not running (mnemos mcp starts it when a client connects)"))
+    if (!(await portFree(defaultHost, port))) {
+      const other = await ping(defaultHost, port)
+      findings.push(
+        other !== undefined
+          ? warn(
+              "ports",
+              `port ${port} is taken by the mnemos daemon of another data directory (${other.dataDir}, pid ${other.pid})`,
+              `mnemos serve --port ${port + 2} --data-dir ${dir}  (and give the same --port to mnemos mcp)`,
+            )
+          : fail(
+              "ports",
+              `port ${port} on ${defaultHost} is in use by another program`,
+              `mnemos serve --port ${port + 2}  (and mnemos mcp --port ${port + 2})`,
+            ),
+      )
+    } else findings.push(ok("ports", `${defaultHost}:${port} is free`))
+    return { findings }
+  })
+
+const checkModel = (dir: string): Finding => {
+  try {
+    if (isStaticModelCurrent(packagedModelDir(), defaultVocabularySize))
+      return ok("model files", `the default embedding model is built (${packagedModelDir()})`)
+    const cached = join(dir, "search", "models", defaultModelName)
+    if (isStaticModelCurrent(cached, defaultVocabularySize))
+      return ok("model files", `the default embedding model is in ${cached}`)
+    return warn(
+      "model files",
+      "the default embedding model is not built; the first start builds it into the data directory (a few seconds; search is full-text only meanwhile)",
+      "npm run build",
+    )
+  } catch (error) {
+    return fail(
+      "model files",
+      `cannot check the embedding model: ${error instanceof Error ? error.message : String(error)}`,
+      "npm install && npm run build",
+    )
+  }
+}
+
+const checkDisk = (dir: string): Finding => {
+  let probe = dir
+  while (!fs.existsSync(probe) && dirname(probe) !== probe) probe = dirname(probe)
+  try {
+    const stats = fs.statfsSync(probe)
+    const free = Number(stats.bavail) * Number(stats.bsize)
+    if (free < diskBytesFail)
+      return fail(
+        "disk space",
+        `${mib(free)} free on the file system of ${probe}`,
+        `free space on that file system (du -sh ${probe}/*)`,
+      )
+    if (free < diskBytesWarn)
+      return warn("disk space", `${mib(free)} free on the file system of ${probe}`, "free some space soon")
+    return ok("disk space", `${mib(free)} free`)
+  } catch (error) {
+    return warn("disk space", `cannot tell: ${error instanceof Error ? error.message : String(error)}`)
+  }
+}
+
+const checkStores = (dir: string, ownerAlive: boolean, daemonStores: ReadonlyArray<StoreHealth> | undefined) =>
+  Effect.gen(function* () {
+    const findings: Array<Finding> = []
+    const lastSeqs = new Map<string, number>()
+    if (daemonStores !== undefined) {
+      for (const store of daemonStores)
+        findings.push(
+          store.state === "running"
+            ? ok(`store ${store.name}`, `running, applied sequence ${store.appliedSeq}`)
+            : fail(
+                `store ${store.name}`,
+                `${store.state}${store.lastError ? `: ${store.lastError}` : ""}`,
+                "stop the daemon, then run mnemos repair",
+              ),
+        )
+      return { findings, lastSeqs }
+    }
+    if (ownerAlive)
+      return { findings: [ok("stores", "not checked: another process owns the data directory")], lastSeqs }
+    for (const { store, dir: storeDir } of storeDirs(dir)) {
+      const check = yield* checkStoreLog(store, storeDir)
+      lastSeqs.set(store, check.lastSeq ?? check.appliedSeq)
+      if (check.state === "ok") findings.push(ok(`store ${store}`, `log opens, up to sequence ${check.lastSeq}`))
+      else if (check.state === "torn-tail")
+        findings.push(warn(`store ${store}`, check.message ?? "torn tail", "nothing to do: the next start cuts it off"))
+      else if (check.state === "corrupt")
+        findings.push(fail(`store ${store}`, `corrupt log: ${check.message}`, `mnemos repair --data-dir ${dir}`))
+      else findings.push(fail(`store ${store}`, `${check.message}`, `check the permissions of ${storeDir}`))
+    }
+    if (findings.length === 0) findings.push(ok("stores", "none yet"))
+    return { findings, lastSeqs }
+  })
+
+const checkIndexLag = (dir: string, lastSeqs: ReadonlyMap<string, number>): Finding | undefined => {
+  const path = join(dir, "search", "lmdb")
+  if (lastSeqs.size === 0) return undefined
+  if (!fs.existsSync(path))
+    return warn("index lag", "the search index is not built yet; the next start builds it from the stores")
+  let persistence: ReturnType<typeof openLmdbPersistence> | undefined
+  try {
+    persistence = openLmdbPersistence(path)
+    const behind = [...lastSeqs.entries()]
+      .map(([store, seq]) => ({ store, lag: seq - (persistence!.seq(store) ?? 0) }))
+      .filter((entry) => entry.lag > 0)
+    return behind.length === 0
+      ? ok("index lag", "the search index is up to date with every store")
+      : warn(
+          "index lag",
+          `the search index is behind: ${behind.map((entry) => `${entry.store} by ${entry.lag} event(s)`).join(", ")}; the next start catches up`,
+          `nothing to do (or rebuild it from scratch: rm -r ${join(dir, "search")})`,
+        )
+  } catch (error) {
+    return warn(
+      "index lag",
+      `cannot read the search index: ${error instanceof Error ? error.message : String(error)}`,
+      `rm -r ${join(dir, "search")}  (it is rebuilt from the stores)`,
+    )
+  } finally {
+    void persistence?.close()
+  }
+}
+
+/** Every check, in order. */
+export const runChecks = (location: DataDirLocation, port: number) =>
+  Effect.gen(function* () {
+    const dir = location.path
+    const findings: Array<Finding> = [...checkDirectory(location)]
+    const exists = fs.existsSync(dir)
+    if (exists) findings.push(checkConfig(dir))
+    const lock = exists ? checkLock(dir) : { finding: ok("lock", "not in use"), ownerAlive: false }
+    findings.push(lock.finding)
+    const daemon = yield* checkDaemon(dir, port)
+    findings.push(...daemon.findings)
+    findings.push(checkModel(dir), checkDisk(dir))
+    if (exists) {
+      const stores = yield* checkStores(dir, lock.ownerAlive, daemon.stores)
+      findings.push(...stores.findings)
+      if (!lock.ownerAlive) {
+        const lag = checkIndexLag(dir, stores.lastSeqs)
+        if (lag !== undefined) findings.push(lag)
+      }
+    }
+    return findings
+  })
+
+const symbol = { ok: "✓", warn: "!", fail: "✗" } as const
+
+export const doctorCommand = Command.make(
+  "doctor",
+  {
+    dataDir: dataDirFlag,
+    port: portFlag,
+    json: Flag.Boolean("json").pipe(Flag.withDescription("Print JSON"), Flag.withDefault(false)),
+  },
+  Effect.fn(function* ({ dataDir, port, json }) {
+    const location = resolveDataDir(Option.getOrUndefined(dataDir))
+    const findings = yield* runChecks(location, port)
+    if (json) yield* Console.log(JSON.stringify({ dataDir: location.path, findings }, null, 2))
+    else {
+      yield* Console.log(`mnemos doctor: ${location.path}`)
+      for (const finding of findings) {
+        yield* Console.log(`${symbol[finding.level]} ${finding.check}: ${finding.detail}`)
+        if (finding.fix !== undefined && finding.level !== "ok") yield* Console.log(`    fix: ${finding.fix}`)
+      }
+    }
+    const failed = findings.filter((finding) => finding.level === "fail").length
+    const warned = findings.filter((finding) => finding.level === "warn").length
+    if (!json)
+      yield* Console.log(
+        failed + warned === 0 ? "everything looks right" : `${failed} problem(s), ${warned} warning(s)`,
+      )
+    if (failed > 0)
+      return yield* new DoctorFailed({ message: `${failed} problem(s) found; each is listed above with its fix` })
+  }),
+).pipe(
+  Command.withDescription("Check the data directory, lock, daemon, ports, model, disk, stores and index; print fixes"),
+)

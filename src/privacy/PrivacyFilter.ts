@@ -1,0 +1,181 @@
+/**
+ * The privacy filter: what every string goes through before any store sees it.
+ *
+ * `<private>…</private>` spans are dropped (nested spans included; an unclosed `<private>` drops
+ * the rest of the string), then secrets are replaced by `[REDACTED:<kind>]` (SecretPatterns.ts
+ * plus the patterns of the data directory's config.json). `filterPrivate` applies this to every
+ * string of a JSON-like value — tool arguments before they are decoded (McpSession.ts), imported
+ * records (TransferCommands.ts) — and to object keys too, so a secret cannot hide in a key.
+ *
+ * Owns process-wide state: the active configuration (set once by the owner of the data directory
+ * when it takes the lock, see stores/DataDir.ts) and the counters `mnemos health` reports. The
+ * filter is idempotent (`filter(filter(x)) = filter(x)`: markers are never redacted again) and
+ * never throws: values nested deeper than `nestingDepthMax` are replaced by a marker, which the
+ * tool's schema then refuses.
+ */
+import { builtinSecretPatterns, redactionMarker, type SecretPattern } from "./SecretPatterns.ts"
+
+/** Deeper values are replaced whole (no tool argument is anywhere near this deep). */
+export const nestingDepthMax = 128
+
+/** A user pattern from config.json (`privacy.patterns`). */
+export interface CustomPattern {
+  readonly name: string
+  readonly regex: string
+  readonly flags?: string
+}
+
+/** What the filter applies besides `<private>` spans. */
+export interface PrivacySettings {
+  /** Built-in kinds switched off (false positives a user has decided to accept). */
+  readonly disabledKinds: ReadonlyArray<string>
+  readonly customPatterns: ReadonlyArray<CustomPattern>
+}
+
+/** What the filter has done since the process started (or `resetPrivacyStats`). */
+export interface PrivacyStats {
+  readonly stringsScanned: number
+  readonly stringsChanged: number
+  readonly privateSpansDropped: number
+  readonly secretsRedacted: number
+  readonly redactedByKind: Readonly<Record<string, number>>
+}
+
+/** The names of the built-in kinds. */
+export const builtinKinds: ReadonlyArray<string> = [...new Set(builtinSecretPatterns.map((pattern) => pattern.kind))]
+
+/** Compiles a user pattern; throws a message naming the pattern when it is unusable. */
+export const compileCustomPattern = (pattern: CustomPattern): SecretPattern => {
+  const flags = pattern.flags ?? ""
+  if (!/^[imsu]*$/.test(flags)) throw new Error(`pattern "${pattern.name}": flags may only use i, m, s, u`)
+  let regex: RegExp
+  try {
+    regex = new RegExp(pattern.regex, `g${flags}`)
+  } catch (error) {
+    throw new Error(`pattern "${pattern.name}": ${error instanceof Error ? error.message : String(error)}`)
+  }
+  if (regex.test("")) throw new Error(`pattern "${pattern.name}" matches the empty string`)
+  regex.lastIndex = 0
+  return { kind: pattern.name, description: `custom pattern /${pattern.regex}/${flags}`, regex }
+}
+
+const defaultSettings: PrivacySettings = { disabledKinds: [], customPatterns: [] }
+
+let activePatterns: ReadonlyArray<SecretPattern> = builtinSecretPatterns
+let activeSettings: PrivacySettings = defaultSettings
+
+/** Makes `settings` the filter's configuration for this process; throws on an unusable pattern. */
+export const configurePrivacy = (settings: PrivacySettings): void => {
+  const custom = settings.customPatterns.map(compileCustomPattern)
+  const disabled = new Set(settings.disabledKinds)
+  activePatterns = [...builtinSecretPatterns.filter((pattern) => !disabled.has(pattern.kind)), ...custom]
+  activeSettings = settings
+}
+
+/** The configuration in force. */
+export const privacySettings = (): PrivacySettings => activeSettings
+
+let stringsScanned = 0
+let stringsChanged = 0
+let privateSpansDropped = 0
+const redactedByKind = new Map<string, number>()
+
+/** The counters, for health. */
+export const privacyStats = (): PrivacyStats => {
+  const byKind = Object.fromEntries([...redactedByKind.entries()].sort(([a], [b]) => (a < b ? -1 : 1)))
+  return {
+    stringsScanned,
+    stringsChanged,
+    privateSpansDropped,
+    secretsRedacted: [...redactedByKind.values()].reduce((sum, count) => sum + count, 0),
+    redactedByKind: byKind,
+  }
+}
+
+/** Zeroes the counters (tests). */
+export const resetPrivacyStats = (): void => {
+  stringsScanned = 0
+  stringsChanged = 0
+  privateSpansDropped = 0
+  redactedByKind.clear()
+}
+
+const openTag = /<private>/gi
+const anyTag = /<\/?private>/gi
+
+/** Drops `<private>` spans; returns the text and how many outermost spans were dropped. */
+export const dropPrivateSpans = (text: string): { readonly text: string; readonly spans: number } => {
+  openTag.lastIndex = 0
+  if (!openTag.test(text)) return { text, spans: 0 }
+  anyTag.lastIndex = 0
+  let out = ""
+  let depth = 0
+  let from = 0
+  let spans = 0
+  for (let match = anyTag.exec(text); match !== null; match = anyTag.exec(text)) {
+    const closing = match[0][1] === "/"
+    if (!closing) {
+      if (depth === 0) {
+        out += text.slice(from, match.index)
+        spans++
+      }
+      depth++
+    } else if (depth > 0) {
+      depth--
+      if (depth === 0) from = match.index + match[0].length
+    }
+  }
+  if (depth === 0) out += text.slice(from)
+  return { text: out, spans }
+}
+
+const redactWith = (pattern: SecretPattern, text: string, count: (kind: string) => void): string => {
+  pattern.regex.lastIndex = 0
+  if (!pattern.regex.test(text)) return text
+  pattern.regex.lastIndex = 0
+  return text.replace(pattern.regex, (match: string, ...rest: Array<unknown>) => {
+    const groups = rest[rest.length - 1] as Record<string, string | undefined> | undefined
+    const secret = pattern.keepGroups === true && typeof groups === "object" ? (groups?.secret ?? match) : match
+    if (secret.startsWith("[REDACTED:") || pattern.ignore?.(secret) === true) return match
+    count(pattern.kind)
+    const marker = redactionMarker(pattern.kind)
+    if (pattern.keepGroups !== true || typeof groups !== "object") return marker
+    return `${groups.prefix ?? ""}${marker}${groups.suffix ?? ""}`
+  })
+}
+
+/** Filters one string: drops `<private>` spans, redacts secrets. Counts what it did. */
+export const filterText = (text: string): string => {
+  stringsScanned++
+  const dropped = dropPrivateSpans(text)
+  privateSpansDropped += dropped.spans
+  let result = dropped.text
+  const count = (kind: string) => redactedByKind.set(kind, (redactedByKind.get(kind) ?? 0) + 1)
+  for (const pattern of activePatterns) result = redactWith(pattern, result, count)
+  if (result !== text) stringsChanged++
+  return result
+}
+
+const filterAt = (value: unknown, depth: number): unknown => {
+  if (typeof value === "string") return filterText(value)
+  if (value === null || typeof value !== "object") return value
+  if (depth >= nestingDepthMax) return redactionMarker("too-deep")
+  if (Array.isArray(value)) return value.map((item) => filterAt(item, depth + 1))
+  const out: Record<string, unknown> = {}
+  for (const [key, item] of Object.entries(value)) {
+    // defineProperty, not assignment: a JSON key "__proto__" must stay a key, not become a prototype.
+    Object.defineProperty(out, filterText(key), {
+      value: filterAt(item, depth + 1),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    })
+  }
+  return out
+}
+
+/**
+ * Filters every string of a JSON-like value (and every object key), returning a new value; the
+ * input is not modified. Non-JSON values (numbers, booleans, null) pass unchanged.
+ */
+export const filterPrivate = (value: unknown): unknown => filterAt(value, 0)

@@ -1,0 +1,69 @@
+/**
+ * The diagnostic commands while a real daemon (`mnemos serve`, a child process) owns the data
+ * directory: health and doctor ask it (`/api/stats`) instead of opening the stores, `mcp status`
+ * sees it answer, and the commands that need the directory to themselves (repair, the archive)
+ * say who has it.
+ */
+import { afterAll, assert, describe, it } from "vitest"
+import { doctorCommand, type Finding } from "../../src/cli/DoctorCommand.ts"
+import { healthCommand } from "../../src/cli/HealthCommand.ts"
+import { statusCommand } from "../../src/cli/McpInstallCommands.ts"
+import { repairCommand } from "../../src/cli/RepairCommand.ts"
+import { exportCommand } from "../../src/cli/TransferCommands.ts"
+import { cleanup, startDaemon } from "../transports/harness.ts"
+import { removeTempDirs, runCommand, tempDir } from "./support.ts"
+
+afterAll(async () => {
+  await cleanup()
+  removeTempDirs()
+})
+
+describe("with a daemon running", () => {
+  it("health and doctor ask the daemon; status sees it; repair and export --all are refused", async () => {
+    const daemon = await startDaemon()
+    const dir = daemon.dataDir
+
+    const health = await runCommand(healthCommand, ["--data-dir", dir, "--json"])
+    assert.isTrue(health.ok, `${health.stderr} ${health.error?.message}`)
+    const report = JSON.parse(health.stdout) as { source: string; stores: Array<{ name: string; state: string }> }
+    assert.include(report.source, `daemon pid ${daemon.pid}`)
+    assert.isTrue(report.stores.some((store) => store.name === "graph" && store.state === "running"))
+
+    const doctor = await runCommand(doctorCommand, ["--data-dir", dir, "--port", String(daemon.port), "--json"])
+    const findings = (JSON.parse(doctor.stdout) as { findings: Array<Finding> }).findings
+    assert.isTrue(doctor.ok, JSON.stringify(findings, null, 2))
+    assert.include(
+      findings.find((finding) => finding.check === "daemon")!.detail,
+      `answers on 127.0.0.1:${daemon.port}`,
+    )
+    assert.include(findings.find((finding) => finding.check === "lock")!.detail, `in use by pid ${daemon.pid}`)
+    assert.strictEqual(findings.find((finding) => finding.check === "store graph")!.level, "ok")
+
+    const status = await runCommand(statusCommand, ["--data-dir", dir, "--json"], {
+      machine: {
+        environment: { platform: "linux", home: tempDir(), projectDir: tempDir() },
+        interactive: false,
+        now: () => new Date(),
+        launch: (dataDir) => ({ command: "node", args: ["cli.js", "mcp", "--data-dir", dataDir] }),
+      },
+    })
+    assert.isTrue(status.ok, status.stderr)
+    assert.deepStrictEqual(JSON.parse(status.stdout).daemon, {
+      answers: true,
+      host: "127.0.0.1",
+      port: daemon.port,
+      pid: daemon.pid,
+      dataDir: dir,
+    })
+
+    const repair = await runCommand(repairCommand, ["--data-dir", dir])
+    assert.isFalse(repair.ok)
+    assert.include(repair.error?.message ?? "", `in use by mnemos process ${daemon.pid}`)
+
+    const archive = await runCommand(exportCommand, [`${tempDir()}/all.jsonl`, "--all", "--data-dir", dir])
+    assert.isFalse(archive.ok)
+    assert.include(archive.error?.message ?? "", `in use by mnemos process ${daemon.pid}`)
+
+    await daemon.stop()
+  }, 120_000)
+})

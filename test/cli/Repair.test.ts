@@ -1,0 +1,176 @@
+/**
+ * `mnemos repair` on deliberately corrupted stores: a byte flipped in the middle of a stopped
+ * store's log, with valid records after it, makes the store refuse to start; repair quarantines
+ * the damage (every byte kept), reports what the store keeps and loses, and leaves a log that
+ * opens. At the log level (no checkpoint: the records after the damage are lost, and counted) and
+ * through the engine (the checkpoint already holds everything: nothing is lost).
+ */
+import { createHash } from "node:crypto"
+import { cpSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { Effect } from "effect"
+import { afterAll, assert, describe, it } from "vitest"
+import { healthCommand } from "../../src/cli/HealthCommand.ts"
+import { repairCommand } from "../../src/cli/RepairCommand.ts"
+import { openLocalWal } from "../../src/stores/Wal.ts"
+import { layerNode } from "../../src/stores/WalFs.ts"
+import { readRecordAt, segmentHeaderBytes } from "../../src/stores/WalRecord.ts"
+import { checkStoreLog, repairStoreLog } from "../../src/stores/WalRepair.ts"
+import { openTestEngine, removeTempDirs, runCommand, tempDir } from "./support.ts"
+
+afterAll(removeTempDirs)
+
+/** The records of a segment file with their offsets. */
+const recordsOf = (file: string) => {
+  const bytes = readFileSync(file)
+  const records: Array<{ seq: number; offset: number; end: number }> = []
+  for (let offset = segmentHeaderBytes; offset < bytes.length; ) {
+    const read = readRecordAt(bytes, offset)
+    if (read._tag !== "Record") break
+    records.push({ seq: read.record.seq, offset, end: read.end })
+    offset = read.end
+  }
+  return records
+}
+
+const flipByte = (file: string, offset: number) => {
+  const bytes = readFileSync(file)
+  bytes[offset] = bytes[offset]! ^ 0x5a
+  writeFileSync(file, bytes)
+}
+
+const sha256 = (file: string) => createHash("sha256").update(readFileSync(file)).digest("hex")
+
+const segmentsIn = (walDir: string) =>
+  readdirSync(walDir)
+    .filter((name) => name.startsWith("wal-"))
+    .sort()
+
+describe("repairing a corrupt log", () => {
+  it("without a checkpoint: keeps the records before the damage, reports the ones after as lost", async () => {
+    const storeDir = join(tempDir("mnemos-store-"), "notes")
+    const walDir = join(storeDir, "wal")
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        const { wal } = yield* openLocalWal({ dir: walDir, segmentBytesMax: 1024 * 1024, replayAfterSeq: 0 })
+        for (let batch = 0; batch < 10; batch++)
+          yield* wal.appendBatch([{ type: 1, payload: Buffer.from(JSON.stringify({ batch, text: "x".repeat(100) })) }])
+        yield* wal.close()
+      }).pipe(Effect.provide(layerNode)),
+    )
+    const [segment] = segmentsIn(walDir)
+    const file = join(walDir, segment!)
+    const victim = recordsOf(file)[4]! // sequence 5
+    const original = sha256(file)
+    flipByte(file, victim.offset + 40)
+
+    const before = await Effect.runPromise(checkStoreLog("notes", storeDir))
+    assert.strictEqual(before.state, "corrupt")
+    assert.strictEqual(before.offset, victim.offset)
+
+    const quarantineRoot = join(storeDir, "..", "quarantine")
+    const report = await Effect.runPromise(
+      repairStoreLog("notes", storeDir, quarantineRoot, new Date("2026-01-01T00:00:00Z")),
+    )
+    assert.deepStrictEqual(report.kept, { checkpointSeq: 0, logFirstSeq: 1, logLastSeq: 4 })
+    assert.deepStrictEqual(report.lost, { records: 5, firstSeq: 6, lastSeq: 10 })
+    assert.strictEqual(report.after.state, "ok")
+    assert.strictEqual(report.after.lastSeq, 4)
+    // Every byte kept: the damaged segment's original (flipped) bytes are in the quarantine.
+    const kept = join(report.quarantine, segment!)
+    assert.notStrictEqual(sha256(kept), original)
+    flipByte(kept, victim.offset + 40)
+    assert.strictEqual(sha256(kept), original, "the quarantined copy is the damaged file, byte for byte")
+    assert.deepStrictEqual(JSON.parse(readFileSync(join(report.quarantine, "REPORT.json"), "utf8")).lost, report.lost)
+
+    // The log opens and goes on from sequence 5.
+    const next = await Effect.runPromise(
+      Effect.gen(function* () {
+        const { wal, replay } = yield* openLocalWal({ dir: walDir, segmentBytesMax: 1024 * 1024, replayAfterSeq: 0 })
+        const appended = yield* wal.appendBatch([{ type: 1, payload: Buffer.from("{}") }])
+        yield* wal.close()
+        return { replayed: replay.map((record) => record.seq), appended }
+      }).pipe(Effect.provide(layerNode)),
+    )
+    assert.deepStrictEqual(next.replayed, [1, 2, 3, 4])
+    assert.deepStrictEqual(next.appended, { firstSeq: 5, lastSeq: 5 })
+  })
+
+  it("a healthy log is left alone", async () => {
+    const storeDir = join(tempDir("mnemos-store-"), "graph")
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        const { wal } = yield* openLocalWal({ dir: join(storeDir, "wal"), segmentBytesMax: 1024, replayAfterSeq: 0 })
+        yield* wal.appendBatch([{ type: 1, payload: Buffer.from("{}") }])
+        yield* wal.close()
+      }).pipe(Effect.provide(layerNode)),
+    )
+    const outcome = await Effect.runPromise(Effect.flip(repairStoreLog("graph", storeDir, tempDir(), new Date())))
+    assert.include(outcome, "is ok")
+  })
+})
+
+describe("mnemos repair on an engine's data directory", () => {
+  it("a corrupt graph log: the store refuses; repair quarantines it; the store opens with everything", async () => {
+    const dir = tempDir("mnemos-data-")
+    const engine = await openTestEngine(dir)
+    for (let index = 0; index < 8; index++)
+      await engine.ok("create_entities", {
+        entities: [{ name: `entity ${index}`, entityType: "t", observations: [`o${index}`] }],
+      })
+    // A clean shutdown checkpoints and releases the log; keep the log as it was while running, as a
+    // crash (kill -9) right now would have left it, and put it back after the shutdown.
+    const walDir = join(dir, "stores", "graph", "wal")
+    const whileRunning = tempDir("mnemos-wal-")
+    cpSync(walDir, whileRunning, { recursive: true })
+    await engine.close()
+    rmSync(walDir, { recursive: true })
+    cpSync(whileRunning, walDir, { recursive: true })
+
+    const segments = segmentsIn(walDir)
+    const file = join(walDir, segments[segments.length - 1]!)
+    const records = recordsOf(file)
+    assert.isAtLeast(records.length, 8)
+    flipByte(file, records[3]!.offset + 30)
+
+    const sick = await runCommand(healthCommand, ["--data-dir", dir])
+    assert.isFalse(sick.ok)
+    assert.match(sick.stdout, /graph\s+corrupt/)
+    assert.include(sick.error?.message ?? "", 'store "graph" is corrupt')
+
+    const dry = await runCommand(repairCommand, ["--data-dir", dir, "--dry-run"])
+    assert.isTrue(dry.ok, dry.stderr)
+    assert.include(dry.stdout, 'store "graph" is corrupt')
+    assert.deepStrictEqual(segmentsIn(walDir), segments, "--dry-run changes nothing")
+
+    const run = await runCommand(repairCommand, ["--data-dir", dir])
+    assert.isTrue(run.ok, `${run.stderr} ${run.error?.message}`)
+    assert.include(run.stdout, 'store "graph" repaired')
+    assert.include(run.stdout, "lost: nothing") // everything was already in the checkpoint
+    assert.match(run.stdout, /quarantined: .*wal-/)
+    assert.include(run.stdout, 'store "conversations": log opens')
+
+    const healthy = await runCommand(healthCommand, ["--data-dir", dir])
+    assert.isTrue(healthy.ok, `${healthy.stdout} ${healthy.error?.message}`)
+    const reopened = await openTestEngine(dir)
+    try {
+      const graph = JSON.parse((await reopened.ok("read_graph", {})).text)
+      assert.strictEqual(graph.entities.length, 8)
+      await reopened.ok("create_entities", { entities: [{ name: "after repair", entityType: "t", observations: [] }] })
+    } finally {
+      await reopened.close()
+    }
+  })
+
+  it("refuses while another process owns the data directory", async () => {
+    const dir = tempDir("mnemos-data-")
+    const engine = await openTestEngine(dir)
+    try {
+      const run = await runCommand(repairCommand, ["--data-dir", dir])
+      assert.isFalse(run.ok)
+      assert.include(run.error?.message ?? "", "repair needs the data directory to itself")
+    } finally {
+      await engine.close()
+    }
+  })
+})

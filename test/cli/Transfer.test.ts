@@ -1,0 +1,181 @@
+/**
+ * Import and export round trips through the commands: the full archive of every store (restored
+ * into an empty data directory, the stores read back identically: a second export is the same file
+ * but for its date), the official memory.jsonl, and the conversations backup. And what an archive
+ * import refuses — a data directory that is not empty, a changed or cut-short file — importing
+ * nothing.
+ */
+import { createHash } from "node:crypto"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { afterAll, assert, describe, it } from "vitest"
+import { exportCommand, importCommand } from "../../src/cli/TransferCommands.ts"
+import { openTestEngine, removeTempDirs, runCommand, tempDir } from "./support.ts"
+
+afterAll(removeTempDirs)
+
+/** A data directory with records in the graph, the conversations and the engineering stores. */
+const populated = async (): Promise<string> => {
+  const dir = tempDir("mnemos-data-")
+  const engine = await openTestEngine(dir)
+  try {
+    await engine.ok("create_entities", {
+      entities: [
+        { name: "Ada", entityType: "person", observations: ["wrote the first program", "ünïcödé ✓ \u{1F600}"] },
+        { name: "Analytical Engine", entityType: "machine", observations: [] },
+      ],
+    })
+    await engine.ok("create_relations", {
+      relations: [{ from: "Ada", to: "Analytical Engine", relationType: "programmed" }],
+    })
+    await engine.ok("add_observations", { observations: [{ entityName: "Ada", contents: ["born 1815"] }] })
+    for (let index = 0; index < 5; index++)
+      await engine.ok("write_message", {
+        session_id: `session-${index % 2}`,
+        role: index % 2 === 0 ? "user" : "assistant",
+        content: `message ${index}`,
+        metadata_json: JSON.stringify({ tags: ["t"], summary: `summary ${index}`, importance: 60 + index }),
+      })
+    for (const [name, args] of [
+      ["add_task", { title: "ship the archive" }],
+      ["record_adr", { title: "Use LMDB", decision: "LMDB checkpoints", context: "fast reads" }],
+      ["add_sticky_note", { content: "remember the milk" }],
+    ] as const)
+      await engine.call(name, args) // engineering tools, when present: more stores in the archive
+  } finally {
+    await engine.close()
+  }
+  return dir
+}
+
+/** An archive's header, entry lines and trailer (the header's date and so the checksum differ between exports). */
+const parts = (archive: string) => {
+  const lines = readFileSync(archive, "utf8").trimEnd().split("\n")
+  return [JSON.parse(lines[0]!), lines.slice(1, -1), JSON.parse(lines[lines.length - 1]!)] as const
+}
+
+describe("the full archive (export --all, import)", () => {
+  it("restores into an empty data directory identically", async () => {
+    const source = await populated()
+    const files = tempDir("mnemos-files-")
+    const first = join(files, "first.jsonl")
+    const exported = await runCommand(exportCommand, [first, "--all", "--data-dir", source])
+    assert.isTrue(exported.ok, `${exported.stderr} ${exported.error?.message}`)
+    assert.match(exported.stdout, /exported graph: \d+ entries/)
+    assert.match(exported.stdout, /exported conversations: \d+ entries/)
+
+    const target = tempDir("mnemos-data-")
+    const imported = await runCommand(importCommand, [first, "--data-dir", target])
+    assert.isTrue(imported.ok, `${imported.stderr} ${imported.error?.message}`)
+    assert.match(imported.stdout, /imported \d+ entries of \d+ store\(s\)/)
+
+    const second = join(files, "second.jsonl")
+    const again = await runCommand(exportCommand, [second, "--all", "--data-dir", target])
+    assert.isTrue(again.ok, again.stderr)
+    const [headerA, entriesA, trailerA] = parts(first)
+    const [headerB, entriesB, trailerB] = parts(second)
+    assert.deepStrictEqual({ ...headerB, createdAt: "-" }, { ...headerA, createdAt: "-" })
+    assert.isAbove(entriesA.length, 10)
+    assert.deepStrictEqual(entriesB, entriesA, "every key and value of every store is the same, in the same order")
+    assert.deepStrictEqual(trailerB.entries, trailerA.entries)
+
+    // And the engine reads it back: the same graph, the same messages, searchable.
+    const engine = await openTestEngine(target)
+    try {
+      const graph = JSON.parse((await engine.ok("read_graph", {})).text)
+      assert.deepStrictEqual(graph.entities.map((entity: { name: string }) => entity.name).sort(), [
+        "Ada",
+        "Analytical Engine",
+      ])
+      assert.strictEqual(graph.relations.length, 1)
+      const found = JSON.parse((await engine.ok("search_nodes", { query: "1815" })).text)
+      assert.deepStrictEqual(
+        found.entities.map((entity: { name: string }) => entity.name),
+        ["Ada"],
+      )
+      const history = JSON.parse((await engine.ok("read_messages", { session_id: "session-0" })).text)
+      assert.deepStrictEqual(
+        history.history.map((message: { content: string }) => message.content),
+        ["message 0", "message 2", "message 4"],
+      )
+      await engine.ok("create_entities", { entities: [{ name: "after restore", entityType: "t", observations: [] }] })
+    } finally {
+      await engine.close()
+    }
+  })
+
+  it("refuses a data directory that is not empty, and imports nothing", async () => {
+    const source = await populated()
+    const archive = join(tempDir("mnemos-files-"), "all.jsonl")
+    assert.isTrue((await runCommand(exportCommand, [archive, "--all", "--data-dir", source])).ok)
+    const run = await runCommand(importCommand, [archive, "--data-dir", source])
+    assert.isFalse(run.ok)
+    assert.include(run.error?.message ?? "", "restores into an empty data directory only")
+    assert.include(run.error?.message ?? "", "nothing was imported")
+  })
+
+  it("refuses a changed file, a file cut short and a file of unknown stores", async () => {
+    const source = await populated()
+    const files = tempDir("mnemos-files-")
+    const archive = join(files, "all.jsonl")
+    assert.isTrue((await runCommand(exportCommand, [archive, "--all", "--data-dir", source])).ok)
+    const text = readFileSync(archive, "utf8")
+    const lines = text.trimEnd().split("\n")
+
+    const changed = join(files, "changed.jsonl")
+    writeFileSync(changed, text.replace("born 1815", "born 1816"))
+    const cut = join(files, "cut.jsonl")
+    writeFileSync(cut, `${lines.slice(0, -2).join("\n")}\n`)
+    const unknown = join(files, "unknown.jsonl")
+    const header = JSON.parse(lines[0]!)
+    const body = [JSON.stringify({ ...header, stores: [...header.stores, "no-such-store"] }), ...lines.slice(1, -1)]
+    const hash = createHash("sha256")
+    for (const line of body) hash.update(`${line}\n`)
+    writeFileSync(
+      unknown,
+      `${[...body, JSON.stringify({ ...JSON.parse(lines[lines.length - 1]!), sha256: hash.digest("hex") })].join("\n")}\n`,
+    )
+
+    for (const [file, why] of [
+      [changed, "checksum does not match"],
+      [cut, "cut short"],
+      [unknown, "no-such-store"],
+    ] as const) {
+      const target = tempDir("mnemos-data-")
+      const run = await runCommand(importCommand, [file, "--data-dir", target])
+      assert.isFalse(run.ok, file)
+      assert.include(run.error?.message ?? "", why)
+      assert.isFalse(existsSync(join(target, "stores", "graph", "lmdb")), "nothing was written")
+    }
+  })
+})
+
+describe("the other formats", () => {
+  it("official memory.jsonl: export, import elsewhere, export again: the same file", async () => {
+    const source = await populated()
+    const files = tempDir("mnemos-files-")
+    const first = join(files, "memory.jsonl")
+    assert.isTrue((await runCommand(exportCommand, [first, "--format", "official-jsonl", "--data-dir", source])).ok)
+    const target = tempDir("mnemos-data-")
+    const imported = await runCommand(importCommand, [first, "--format", "official-jsonl", "--data-dir", target])
+    assert.isTrue(imported.ok, imported.stderr)
+    const second = join(files, "memory-again.jsonl")
+    assert.isTrue((await runCommand(exportCommand, [second, "--format", "official-jsonl", "--data-dir", target])).ok)
+    assert.strictEqual(readFileSync(second, "utf8"), readFileSync(first, "utf8"))
+    assert.include(readFileSync(first, "utf8"), "ünïcödé ✓ \u{1F600}")
+  })
+
+  it("conversations backup: export, import elsewhere, export again: the same file", async () => {
+    const source = await populated()
+    const files = tempDir("mnemos-files-")
+    const first = join(files, "conversations.jsonl")
+    assert.isTrue((await runCommand(exportCommand, [first, "--data-dir", source])).ok)
+    const target = tempDir("mnemos-data-")
+    const imported = await runCommand(importCommand, [first, "--data-dir", target])
+    assert.isTrue(imported.ok, `${imported.stderr} ${imported.error?.message}`)
+    assert.include(imported.stdout, "imported 5 conversation message(s)")
+    const second = join(files, "conversations-again.jsonl")
+    assert.isTrue((await runCommand(exportCommand, [second, "--data-dir", target])).ok)
+    assert.strictEqual(readFileSync(second, "utf8"), readFileSync(first, "utf8"))
+  })
+})

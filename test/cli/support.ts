@@ -1,0 +1,130 @@
+/**
+ * Running `mnemos` commands in this process for tests: `Command.runWith` on one command with the
+ * Node services, its console captured, and optional overrides (the install commands' machine, the
+ * `--force` setting). An engine with an MCP client in this process (`openTestEngine`), to fill a
+ * data directory through the real tools. Temporary directories, removed by `removeTempDirs`.
+ */
+import { chmodSync, mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { NodeServices } from "@effect/platform-node"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js"
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
+import { Cause, Console, type Context, Effect, Exit, Layer, Scope } from "effect"
+import { Command } from "effect/cli"
+import { InstallContext, type InstallMachine } from "../../src/cli/McpInstallCommands.ts"
+import * as Engine from "../../src/Engine.ts"
+import { AllowUnsafeDataDir } from "../../src/stores/DataDir.ts"
+import { catalogue } from "../../src/tools/Catalogue.ts"
+import { type SessionServices, startSession } from "../../src/tools/McpSession.ts"
+
+const tempDirs: Array<string> = []
+
+/** A fresh temporary directory (mode 0700), removed by `removeTempDirs`. */
+export const tempDir = (prefix = "mnemos-cli-"): string => {
+  const dir = mkdtempSync(join(process.env.MNEMOS_TEST_DIR ?? tmpdir(), prefix))
+  chmodSync(dir, 0o700)
+  tempDirs.push(dir)
+  return dir
+}
+
+export const removeTempDirs = (): void => {
+  for (const dir of tempDirs.splice(0)) {
+    try {
+      chmodSync(dir, 0o700)
+    } catch {
+      // already gone
+    }
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** What a command run printed and how it ended. */
+export interface CliRun {
+  readonly ok: boolean
+  readonly stdout: string
+  readonly stderr: string
+  /** The failure's tag and message, when it failed. */
+  readonly error: { readonly tag: string; readonly message: string } | undefined
+}
+
+/** Runs `command` with `args` (without the command's own name). */
+export const runCommand = async (
+  // biome-ignore lint/suspicious/noExplicitAny: any command of the CLI
+  command: Command.Command<any, any, any, any, any>,
+  args: ReadonlyArray<string>,
+  options: { readonly machine?: InstallMachine; readonly allowUnsafe?: boolean } = {},
+): Promise<CliRun> => {
+  const out: Array<string> = []
+  const err: Array<string> = []
+  const format = (parts: ReadonlyArray<unknown>) =>
+    parts.map((part) => (typeof part === "string" ? part : String(part))).join(" ")
+  const testConsole: Console.Console = Object.assign(Object.create(console), {
+    log: (...parts: ReadonlyArray<unknown>) => out.push(format(parts)),
+    info: (...parts: ReadonlyArray<unknown>) => out.push(format(parts)),
+    error: (...parts: ReadonlyArray<unknown>) => err.push(format(parts)),
+    warn: (...parts: ReadonlyArray<unknown>) => err.push(format(parts)),
+  })
+  let program = Command.runWith(command, { version: "test" })(args).pipe(
+    Effect.provideService(Console.Console, testConsole),
+    Effect.provideService(AllowUnsafeDataDir, options.allowUnsafe ?? false),
+  ) as Effect.Effect<void, unknown, never>
+  if (options.machine !== undefined) program = program.pipe(Effect.provideService(InstallContext, options.machine))
+  const exit = await Effect.runPromiseExit(program.pipe(Effect.provide(NodeServices.layer)))
+  let error: CliRun["error"]
+  if (Exit.isFailure(exit)) {
+    const failure = Cause.findErrorOption(exit.cause)
+    const value = failure._tag === "Some" ? (failure.value as { _tag?: string; message?: string }) : undefined
+    error = {
+      tag: value?._tag ?? "Defect",
+      message: value?.message ?? Cause.pretty(exit.cause),
+    }
+  }
+  return { ok: Exit.isSuccess(exit), stdout: out.join("\n"), stderr: err.join("\n"), error }
+}
+
+/** A tool call's result: whether it failed, and its text. */
+export interface ToolReply {
+  readonly isError: boolean
+  readonly text: string
+}
+
+/** An engine on `dir` (search without a worker thread) with an MCP client connected in-process. */
+export const openTestEngine = async (dir: string) => {
+  const scope = Effect.runSync(Scope.make())
+  const context = (await Effect.runPromise(
+    Layer.buildWithScope(
+      Layer.fresh(Engine.layer({ dataDir: dir, command: "mnemos test", search: { worker: false } })),
+      scope,
+    ),
+  )) as Context.Context<SessionServices>
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair()
+  await Effect.runPromise(
+    startSession(serverSide, { tools: catalogue, transport: "test" }).pipe(
+      Scope.provide(scope),
+      Effect.provideContext(context),
+    ),
+  )
+  const client = new Client({ name: "mnemos-test", version: "0" })
+  await client.connect(clientSide)
+  return {
+    call: async (name: string, args: Record<string, unknown>): Promise<ToolReply> => {
+      const result = (await client.callTool({ name, arguments: args })) as CallToolResult
+      const first = result.content?.[0]
+      return { isError: result.isError === true, text: first?.type === "text" ? first.text : "" }
+    },
+    /** Calls and throws unless it succeeded. */
+    ok: async (name: string, args: Record<string, unknown>): Promise<ToolReply> => {
+      const result = (await client.callTool({ name, arguments: args })) as CallToolResult
+      const first = result.content?.[0]
+      const text = first?.type === "text" ? first.text : ""
+      if (result.isError === true) throw new Error(`${name} failed: ${text}`)
+      return { isError: false, text }
+    },
+    close: async () => {
+      await client.close().catch(() => undefined)
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+    },
+  }
+}

@@ -1,0 +1,202 @@
+/**
+ * The privacy filter as a function: every kind of the corpus is redacted and reported, innocent
+ * technical strings pass unchanged, `<private>` spans (nested, unclosed, any case) are dropped,
+ * the filter is idempotent and never slow on hostile input, it walks keys and values of nested
+ * values without being fooled by `__proto__`, and config.json patterns and switches take effect.
+ */
+import fc from "fast-check"
+import { afterEach, assert, describe, it } from "vitest"
+import {
+  builtinKinds,
+  configurePrivacy,
+  dropPrivateSpans,
+  filterPrivate,
+  filterText,
+  nestingDepthMax,
+  privacyStats,
+  resetPrivacyStats,
+} from "../../src/privacy/PrivacyFilter.ts"
+import { parseDataDirConfig } from "../../src/stores/DataDirConfig.ts"
+import { corpusText, innocentTexts, secretCorpus } from "./corpus.ts"
+
+afterEach(() => {
+  configurePrivacy({ disabledKinds: [], customPatterns: [] })
+  resetPrivacyStats()
+})
+
+describe("secrets", () => {
+  for (const secret of secretCorpus)
+    it(`${secret.kind}: ${secret.text.slice(0, 40).replace(/\n/g, " ")}...`, () => {
+      resetPrivacyStats()
+      const filtered = filterText(secret.text)
+      assert.notInclude(filtered, secret.needle)
+      if (secret.kind === "private-span") assert.isAtLeast(privacyStats().privateSpansDropped, 1)
+      else {
+        assert.include(filtered, `[REDACTED:${secret.kind}]`)
+        assert.isAtLeast(privacyStats().redactedByKind[secret.kind] ?? 0, 1)
+      }
+    })
+
+  it("every secret of the corpus, in one text and inside JSON strings, is gone", () => {
+    const text = corpusText()
+    const filtered = filterText(text)
+    const inJson = filterText(JSON.stringify({ note: text }))
+    for (const secret of secretCorpus) {
+      assert.notInclude(filtered, secret.needle)
+      assert.notInclude(inJson, secret.needle)
+    }
+    assert.doesNotThrow(() => JSON.parse(inJson), "redaction keeps JSON text parseable")
+  })
+
+  it("an assignment keeps its name and quotes; a URL keeps its user and host", () => {
+    assert.strictEqual(filterText('{"password":"hunter2!x"}'), '{"password":"[REDACTED:password]"}')
+    assert.strictEqual(
+      filterText("postgres://app:pw123456@db:5432/x"),
+      "postgres://app:[REDACTED:connection-string]@db:5432/x",
+    )
+  })
+
+  for (const text of innocentTexts)
+    it(`leaves alone: ${text.slice(0, 50)}`, () => assert.strictEqual(filterText(text), text))
+})
+
+describe("<private> spans", () => {
+  it("drops spans, nested spans, spans in any case, and an unclosed span to the end", () => {
+    assert.deepStrictEqual(dropPrivateSpans("a <private>b</private> c"), { text: "a  c", spans: 1 })
+    assert.deepStrictEqual(dropPrivateSpans("a<Private>b<private>c</private>d</PRIVATE>e"), { text: "ae", spans: 1 })
+    assert.deepStrictEqual(dropPrivateSpans("keep <private>drop all of this"), { text: "keep ", spans: 1 })
+    assert.deepStrictEqual(dropPrivateSpans("stray </private> stays"), { text: "stray </private> stays", spans: 0 })
+    assert.deepStrictEqual(dropPrivateSpans("<private>1</private>x<private>2</private>"), { text: "x", spans: 2 })
+  })
+
+  it("nothing between the tags survives, whatever the text", () => {
+    fc.assert(
+      fc.property(
+        fc.string(),
+        fc.string(),
+        fc.string().filter((s) => !/<\/?private>/i.test(s)),
+        (before, after, hidden) => {
+          fc.pre(!/<\/?private>/i.test(before + after) && hidden.length > 3)
+          const out = dropPrivateSpans(`${before}<private>${hidden}</private>${after}`).text
+          assert.strictEqual(out, before + after)
+        },
+      ),
+    )
+  })
+})
+
+describe("the filter as a whole", () => {
+  it("is idempotent", () => {
+    const fragments = fc.constantFrom(
+      ...secretCorpus.map((secret) => secret.text),
+      ...innocentTexts,
+      " ",
+      "\n",
+      "<private>",
+      "</private>",
+    )
+    fc.assert(
+      fc.property(fc.array(fc.oneof(fragments, fc.string()), { maxLength: 8 }), (parts) => {
+        const once = filterText(parts.join(""))
+        assert.strictEqual(filterText(once), once)
+      }),
+      { numRuns: 300 },
+    )
+  })
+
+  it("filters every string and key of a nested value, without changing its shape or its input", () => {
+    const secret = secretCorpus[0]!
+    const input = JSON.parse(
+      JSON.stringify({ a: [secret.text, 1, true, null, { [secret.text]: { deep: [secret.text] } }], __proto__x: 2 }),
+    )
+    input.__proto__literal = undefined
+    const withProto = JSON.parse(`{"__proto__": {"polluted": "${secret.needle}"}, "n": 3}`)
+    const filtered = filterPrivate(input) as Record<string, unknown>
+    assert.notInclude(JSON.stringify(filtered), secret.needle)
+    assert.include(JSON.stringify(input), secret.needle, "the input is not modified")
+    assert.strictEqual((filtered.a as Array<unknown>)[1], 1)
+    const protoFiltered = filterPrivate(withProto) as Record<string, unknown>
+    assert.isTrue(Object.hasOwn(protoFiltered, "__proto__"), "a __proto__ key stays a key")
+    assert.strictEqual(Object.getPrototypeOf(protoFiltered), Object.prototype)
+    assert.notInclude(JSON.stringify(protoFiltered), secret.needle)
+    assert.isUndefined(({} as Record<string, unknown>).polluted)
+  })
+
+  it("replaces values nested deeper than the limit instead of walking them", () => {
+    let deep: unknown = "AKIAZ3MX7QH2K4PLW9TB"
+    for (let depth = 0; depth < nestingDepthMax + 10; depth++) deep = [deep]
+    const filtered = JSON.stringify(filterPrivate(deep))
+    assert.notInclude(filtered, "AKIAZ3MX7QH2K4PLW9TB")
+    assert.include(filtered, "[REDACTED:too-deep]")
+  })
+
+  it("stays fast on hostile input (no catastrophic backtracking)", () => {
+    const hostile = [
+      "-----BEGIN ".repeat(20_000),
+      "-----BEGIN RSA PRIVATE KEY-----\n".repeat(30_000),
+      `-----BEGIN RSA PRIVATE KEY-----\n${"QUJD".repeat(250_000)}`,
+      `${"password=".repeat(30_000)}x`,
+      `postgres://${"a:".repeat(50_000)}`,
+      `eyJ${"a".repeat(100_000)}.eyJ`,
+      `${"A ".repeat(50_000)}PRIVATE`,
+      "<private>".repeat(50_000),
+      `${"x".repeat(200_000)}@`,
+      `Bearer ${"a".repeat(100_000)}!`,
+    ]
+    for (const text of hostile) {
+      const started = performance.now()
+      filterText(text)
+      const elapsedMs = performance.now() - started
+      assert.isBelow(elapsedMs, 2_000, `${text.slice(0, 30)}… took ${elapsedMs.toFixed(0)} ms`)
+    }
+  })
+
+  it("counts what it did", () => {
+    resetPrivacyStats()
+    filterPrivate({ a: "AKIAZ3MX7QH2K4PLW9TB", b: "<private>x</private>", c: "plain" })
+    const stats = privacyStats()
+    assert.strictEqual(stats.stringsScanned, 6) // three keys, three values
+    assert.strictEqual(stats.stringsChanged, 2)
+    assert.strictEqual(stats.privateSpansDropped, 1)
+    assert.deepStrictEqual(stats.redactedByKind, { "aws-access-key": 1 })
+    assert.strictEqual(stats.secretsRedacted, 1)
+  })
+})
+
+describe("configuration (config.json privacy section)", () => {
+  it("custom patterns redact under their own name; disabled kinds pass", () => {
+    const config = parseDataDirConfig(
+      "/d/config.json",
+      JSON.stringify({
+        privacy: { disable: ["jwt"], patterns: [{ name: "acme-ticket", regex: "ACME-[0-9]{6}", flags: "i" }] },
+      }),
+    )
+    assert.strictEqual(config._tag, "Success")
+    if (config._tag !== "Success") return
+    configurePrivacy(config.success.privacy)
+    assert.strictEqual(filterText("see acme-123456 now"), "see [REDACTED:acme-ticket] now")
+    const jwt = secretCorpus.find((secret) => secret.kind === "jwt")!
+    assert.include(filterText(jwt.text), jwt.needle, "jwt is switched off")
+    assert.notInclude(filterText("AKIAZ3MX7QH2K4PLW9TB"), "AKIAZ3MX7QH2K4PLW9TB", "the others still work")
+  })
+
+  it("refuses unknown keys, unknown kinds, bad patterns and patterns matching nothing at all", () => {
+    const bad = [
+      [{ privacy: { patterns: [{ name: "x", regex: "(" }] } }, 'pattern "x"'],
+      [{ privacy: { patterns: [{ name: "x", regex: "a*" }] } }, "matches the empty string"],
+      [{ privacy: { disable: ["no-such-kind"] } }, "unknown kind"],
+      [{ privcy: {} }, "privcy"],
+      [{ privacy: { patterns: [{ name: "Bad Name", regex: "x" }] } }, "kind name"],
+    ] as const
+    for (const [file, expected] of bad) {
+      const result = parseDataDirConfig("/d/config.json", JSON.stringify(file))
+      assert.strictEqual(result._tag, "Failure", JSON.stringify(file))
+      if (result._tag === "Failure") assert.include(result.failure, expected)
+    }
+    assert.strictEqual(parseDataDirConfig("/d/config.json", "{ nope")._tag, "Failure")
+  })
+
+  it("lists every built-in kind the corpus exercises", () => {
+    for (const secret of secretCorpus) if (secret.kind !== "private-span") assert.include(builtinKinds, secret.kind)
+  })
+})
