@@ -1,0 +1,281 @@
+/**
+ * The system clipboard, text and HTML, through the platform's clipboard tools: `wl-copy` and
+ * `wl-paste` on Wayland, `xclip` on X11, `pbcopy`/`pbpaste` (and `osascript` for HTML) on macOS.
+ * Without one, a clear error names the tool to install.
+ *
+ * The tool is chosen per call from the environment the daemon runs in (`ClipboardHost`, by
+ * default this process's): `WAYLAND_DISPLAY` with wl-clipboard, else `DISPLAY` with xclip. X11
+ * and Wayland clipboards are owned by a process: `xclip -i` and `wl-copy` fork a child that
+ * serves the new content until something else takes the clipboard, and that child keeps our
+ * pipes open, so a write is done when the tool itself exits, not when its pipes close. Each
+ * command has a timeout; reads and writes are bounded by `clipboardBytesMax`.
+ */
+import { execFile, spawn } from "node:child_process"
+import { accessSync, constants } from "node:fs"
+import { delimiter, join } from "node:path"
+import { Context, Effect, Schema } from "effect"
+
+/** Largest clipboard content read or written. */
+export const clipboardBytesMax = 1024 * 1024
+/** How long one clipboard command may run. */
+export const clipboardTimeoutMs = 5_000
+
+/** What is read or written: plain text, or HTML (`text/html`). */
+export type ClipboardFormat = "text" | "html"
+
+/** Where clipboard tools are looked for and run. */
+export interface ClipboardHostInfo {
+  readonly env: NodeJS.ProcessEnv
+  readonly platform: NodeJS.Platform
+}
+
+/** The environment the clipboard tools run in; by default this process's. */
+export const ClipboardHost = Context.Reference<ClipboardHostInfo>("mnemos/editor/ClipboardHost", {
+  defaultValue: () => ({ env: process.env, platform: process.platform }),
+})
+
+/** Why the clipboard could not be read or written. */
+export class ClipboardError extends Schema.TaggedError<ClipboardError>()("ClipboardError", {
+  reason: Schema.Literals(["NoTool", "Empty", "TooLarge", "Timeout", "Failed"]),
+  message: Schema.String,
+}) {}
+
+interface Command {
+  readonly command: string
+  readonly args: ReadonlyArray<string>
+}
+
+/** A clipboard tool set and how it reads and writes each format. */
+export interface ClipboardBackend {
+  readonly name: "wl-clipboard" | "xclip" | "pbcopy"
+  readonly read: (format: ClipboardFormat) => Command
+  readonly write: (format: ClipboardFormat, content: string) => Command & { readonly input: string }
+  /** Turns what `read` printed into the content (macOS HTML arrives hex-encoded). */
+  readonly decode?: (format: ClipboardFormat, output: string) => string
+  /**
+   * Lists the formats on offer, one per line, when the tool answers any request regardless of
+   * format (xclip serves its content under every target it is asked for).
+   */
+  readonly targets?: Command
+}
+
+/** X11 targets that carry plain text. */
+const textTargets = new Set(["UTF8_STRING", "STRING", "TEXT", "text/plain", "text/plain;charset=utf-8"])
+const offers = (format: ClipboardFormat, targets: ReadonlyArray<string>) =>
+  targets.some((target) => (format === "html" ? target === "text/html" : textTargets.has(target)))
+
+const wayland: ClipboardBackend = {
+  name: "wl-clipboard",
+  read: (format) => ({
+    command: "wl-paste",
+    args: ["--no-newline", "--type", format === "html" ? "text/html" : "text/plain"],
+  }),
+  write: (format, content) => ({
+    command: "wl-copy",
+    args: ["--type", format === "html" ? "text/html" : "text/plain"],
+    input: content,
+  }),
+}
+
+const xclip: ClipboardBackend = {
+  name: "xclip",
+  read: (format) => ({
+    command: "xclip",
+    args: ["-selection", "clipboard", "-o", ...(format === "html" ? ["-t", "text/html"] : [])],
+  }),
+  write: (format, content) => ({
+    command: "xclip",
+    args: ["-selection", "clipboard", "-i", ...(format === "html" ? ["-t", "text/html"] : [])],
+    input: content,
+  }),
+  targets: { command: "xclip", args: ["-selection", "clipboard", "-o", "-t", "TARGETS"] },
+}
+
+const macos: ClipboardBackend = {
+  name: "pbcopy",
+  read: (format) =>
+    format === "html"
+      ? { command: "osascript", args: ["-e", "the clipboard as «class HTML»"] }
+      : { command: "pbpaste", args: ["-Prefer", "txt"] },
+  write: (format, content) =>
+    format === "html"
+      ? {
+          command: "osascript",
+          args: ["-"],
+          input: `set the clipboard to «data HTML${Buffer.from(content, "utf8").toString("hex").toUpperCase()}»`,
+        }
+      : { command: "pbcopy", args: [], input: content },
+  decode: (format, output) => {
+    if (format !== "html") return output
+    const hex = /«data HTML([0-9A-Fa-f]*)»/.exec(output)?.[1]
+    return hex === undefined ? output : Buffer.from(hex, "hex").toString("utf8")
+  },
+}
+
+/** Whether `name` is an executable on `PATH`. */
+const onPath = (name: string, env: NodeJS.ProcessEnv): boolean =>
+  (env.PATH ?? "").split(delimiter).some((directory) => {
+    if (directory === "") return false
+    try {
+      accessSync(join(directory, name), constants.X_OK)
+      return true
+    } catch {
+      return false
+    }
+  })
+
+/** The clipboard tools this host has, or an error naming the one to install. */
+export const chooseBackend = (host: ClipboardHostInfo): ClipboardBackend | ClipboardError => {
+  const { env, platform } = host
+  const noTool = (message: string) => new ClipboardError({ reason: "NoTool", message })
+  if (platform === "darwin")
+    return onPath("pbcopy", env) && onPath("pbpaste", env)
+      ? macos
+      : noTool("the clipboard needs pbcopy and pbpaste, which are not on PATH")
+  if (platform === "win32") return noTool("the clipboard tools support Linux (wl-clipboard, xclip) and macOS only")
+  const waylandDisplay = env.WAYLAND_DISPLAY ?? ""
+  const x11Display = env.DISPLAY ?? ""
+  const hasWayland = waylandDisplay !== "" && onPath("wl-copy", env) && onPath("wl-paste", env)
+  if (hasWayland) return wayland
+  const hasXclip = x11Display !== "" && onPath("xclip", env)
+  if (hasXclip) return xclip
+  if (waylandDisplay !== "")
+    return noTool(
+      `this is a Wayland session (WAYLAND_DISPLAY=${waylandDisplay}) but wl-copy/wl-paste are not installed (package wl-clipboard)${x11Display !== "" ? ", nor is xclip for its X11 display" : ""}`,
+    )
+  if (x11Display !== "") return noTool(`this is an X11 session (DISPLAY=${x11Display}) but xclip is not installed`)
+  return noTool(
+    "no graphical session: neither WAYLAND_DISPLAY nor DISPLAY is set; the clipboard needs wl-copy/wl-paste (Wayland), xclip (X11) or pbcopy/pbpaste (macOS)",
+  )
+}
+
+const backendFor = Effect.gen(function* () {
+  const host = yield* ClipboardHost
+  const chosen = chooseBackend(host)
+  if (chosen instanceof ClipboardError) return yield* chosen
+  return { backend: chosen, host }
+})
+
+const emptyMessages = /not available|no selection|nothing is copied|no suitable type|does not contain|can't convert/i
+
+const noContent = (format: ClipboardFormat, detail: string) =>
+  new ClipboardError({
+    reason: "Empty",
+    message: `the clipboard holds no ${format === "html" ? "HTML" : "text"} (${detail})`,
+  })
+
+/** Runs a reading command; its output, or why there is none. */
+const runRead = (host: ClipboardHostInfo, { command, args }: Command, format: ClipboardFormat) =>
+  Effect.callback<string, ClipboardError>((resume) => {
+    const child = execFile(
+      command,
+      [...args],
+      { env: host.env, timeout: clipboardTimeoutMs, maxBuffer: clipboardBytesMax, encoding: "utf8" },
+      (error, stdout, stderr) => {
+        if (error === null) return resume(Effect.succeed(stdout))
+        const detail = stderr.trim() || error.message
+        if ((error as { code?: unknown }).code === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER")
+          return resume(
+            Effect.fail(
+              new ClipboardError({
+                reason: "TooLarge",
+                message: `the clipboard holds more than ${clipboardBytesMax} bytes`,
+              }),
+            ),
+          )
+        if (error.killed)
+          return resume(
+            Effect.fail(
+              new ClipboardError({
+                reason: "Timeout",
+                message: `${command} did not answer within ${clipboardTimeoutMs} ms`,
+              }),
+            ),
+          )
+        if (emptyMessages.test(detail)) return resume(Effect.fail(noContent(format, detail)))
+        resume(Effect.fail(new ClipboardError({ reason: "Failed", message: `${command} failed: ${detail}` })))
+      },
+    )
+    return Effect.sync(() => void child.kill())
+  })
+
+/** What the clipboard holds, as `format`. */
+export const readClipboard = (
+  format: ClipboardFormat,
+): Effect.Effect<{ readonly content: string; readonly tool: string }, ClipboardError> =>
+  Effect.gen(function* () {
+    const { backend, host } = yield* backendFor
+    if (backend.targets !== undefined) {
+      const listed = yield* runRead(host, backend.targets, format)
+      const targets = listed
+        .split("\n")
+        .map((target) => target.trim())
+        .filter((target) => target !== "")
+      if (!offers(format, targets)) return yield* noContent(format, `it offers ${targets.join(", ") || "nothing"}`)
+    }
+    const read = backend.read(format)
+    const output = yield* runRead(host, read, format)
+    return { content: backend.decode?.(format, output) ?? output, tool: read.command }
+  })
+
+/** Puts `content` on the clipboard as `format`. */
+export const writeClipboard = (
+  format: ClipboardFormat,
+  content: string,
+): Effect.Effect<{ readonly bytes: number; readonly tool: string }, ClipboardError> =>
+  Effect.gen(function* () {
+    const bytes = Buffer.byteLength(content, "utf8")
+    if (bytes > clipboardBytesMax)
+      return yield* new ClipboardError({
+        reason: "TooLarge",
+        message: `${bytes} bytes is more than the ${clipboardBytesMax} the clipboard tools accept`,
+      })
+    const { backend, host } = yield* backendFor
+    const { command, args, input } = backend.write(format, content)
+    yield* Effect.callback<void, ClipboardError>((resume) => {
+      const child = spawn(command, [...args], { env: host.env, stdio: ["pipe", "ignore", "pipe"] })
+      let stderr = ""
+      child.stderr.setEncoding("utf8")
+      child.stderr.on("data", (chunk: string) => {
+        if (stderr.length < 4096) stderr += chunk
+      })
+      const timer = setTimeout(() => {
+        child.kill()
+        resume(
+          Effect.fail(
+            new ClipboardError({
+              reason: "Timeout",
+              message: `${command} did not finish within ${clipboardTimeoutMs} ms`,
+            }),
+          ),
+        )
+      }, clipboardTimeoutMs)
+      child.once("error", (error) => {
+        clearTimeout(timer)
+        resume(
+          Effect.fail(new ClipboardError({ reason: "Failed", message: `cannot run ${command}: ${error.message}` })),
+        )
+      })
+      // "exit", not "close": the forked owner of the selection keeps our stderr pipe open.
+      child.once("exit", (code, signal) => {
+        clearTimeout(timer)
+        child.stderr.destroy()
+        if (code === 0) return resume(Effect.void)
+        resume(
+          Effect.fail(
+            new ClipboardError({
+              reason: "Failed",
+              message: `${command} failed (${signal ?? `exit ${code}`}): ${stderr.trim() || "no message"}`,
+            }),
+          ),
+        )
+      })
+      child.stdin.on("error", () => undefined) // a tool that exits early; its exit code says why
+      child.stdin.end(input)
+      return Effect.sync(() => {
+        clearTimeout(timer)
+        child.kill()
+      })
+    })
+    return { bytes, tool: command }
+  })

@@ -1,0 +1,53 @@
+/**
+ * What the editor toolset's tools share: how they are defined (toolset "editor", errors in the
+ * JSON envelope, an object input schema even without arguments) and how path arguments resolve.
+ */
+import { isAbsolute, resolve } from "node:path"
+import { Schema } from "effect"
+import { isMaxUtf8Bytes } from "../graph/Model.ts"
+import { inputSchemaOf, makeTool, type Tool, type ToolCaller } from "./Tool.ts"
+
+/** Longest path argument. */
+export const pathBytesMax = 4 * 1024
+
+/** A 1-based line or column number argument. */
+export const lineNumber = (description: string) =>
+  Schema.Int.annotate({ description }).check(Schema.isBetween({ minimum: 1, maximum: 2 ** 31 - 1 }))
+/** A file path argument. */
+export const pathArg = (description: string) =>
+  Schema.String.annotate({ description }).check(Schema.isMinLength(1), isMaxUtf8Bytes(pathBytesMax))
+
+/** MCP wants an object schema; an empty Struct's generated schema is just "not null". */
+const objectSchemaOf = (args: Schema.Top) => {
+  const schema = inputSchemaOf(args)
+  return schema.type === "object" ? schema : { $schema: schema.$schema, type: "object", properties: {} }
+}
+
+/** Makes a tool of the `editor` toolset (errors in the JSON envelope). */
+export const editorTool = <Args>(
+  definition: { name: string; title: string; description: string; readOnly: boolean; openWorld?: boolean },
+  args: Schema.Codec<Args, unknown> & Schema.Top,
+  run: Tool<Args, never>["run"],
+): Tool<Args, never> =>
+  makeTool({
+    definition: {
+      name: definition.name,
+      title: definition.title,
+      description: definition.description,
+      inputSchema: objectSchemaOf(args),
+      annotations: {
+        readOnlyHint: definition.readOnly,
+        destructiveHint: false,
+        idempotentHint: definition.readOnly,
+        openWorldHint: definition.openWorld ?? false,
+      },
+    },
+    toolset: "editor",
+    errorFormat: "envelope",
+    args,
+    run,
+  })
+
+/** A path as the caller meant it: absolute, or relative to the caller's root directory. */
+export const resolvePath = (path: string, caller: ToolCaller): string | undefined =>
+  isAbsolute(path) ? path : caller.rootDir !== undefined ? resolve(caller.rootDir, path) : undefined
