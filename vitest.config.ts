@@ -7,6 +7,6 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Crash and kill tests spawn processes and fsync for real; two cores are all CI has.
     maxWorkers: 2,
-    reporters: ["default", "./test/support/TotalsReporter.ts"]
-  }
+    reporters: ["default", "./test/support/TotalsReporter.ts"],
+  },
 })

@@ -11,6 +11,10 @@ import { printTable } from "./Table.ts"
 const suites: Record<string, () => Promise<BenchSuite>> = {
   wal: async () => (await import("./wal.ts")).suite,
   graph: async () => (await import("./graph.ts")).suite,
+  search: async () => (await import("./search.ts")).suite,
+  retrieval: async () => (await import("./retrieval.ts")).suite,
+  conversations: async () => (await import("./conversations.ts")).suite,
+  transports: async () => (await import("./transports.ts")).suite,
 }
 
 const args = process.argv.slice(2)

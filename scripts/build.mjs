@@ -1,10 +1,16 @@
-// Builds dist/: compiles src/ with tsc and records what was built (version, git commit, time)
-// so `mnemos --version` and `/api/version` can say exactly which code is running.
+// Builds dist/: compiles src/ with tsc, bundles the dashboard with Vite, and records what was
+// built (version, git commit, time) so `mnemos --version` and `/api/version` can say exactly which
+// code is running.
 import { execFileSync } from "node:child_process"
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 
 const run = (cmd, args) => execFileSync(cmd, args, { stdio: "inherit" })
 run(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.json"])
+// The dashboard: type-checked on its own (browser types), then bundled by Vite into dist/dashboard
+// (see vite.config.ts).
+run(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "src/dashboard/tsconfig.json"])
+run(process.execPath, ["node_modules/vite/bin/vite.js", "build"])
+run(process.execPath, ["scripts/build-embeddings.mjs"])
 
 const gitCommit = (() => {
   try {

@@ -8,15 +8,22 @@
 import { Layer } from "effect"
 import * as EventBus from "./actors/EventBus.ts"
 import * as Router from "./actors/Router.ts"
+import { conversationStore } from "./conversations/ConversationStore.ts"
+import * as AuditLedger from "./engineering/AuditLedger.ts"
+import { engineeringStores, recordStores } from "./engineering/EngineeringStores.ts"
+import * as RecordExpiry from "./engineering/RecordExpiry.ts"
 import * as GraphSearch from "./graph/GraphSearch.ts"
 import { graphStore } from "./graph/GraphStore.ts"
+import * as Embedder from "./search/Embedder.ts"
+import * as SearchIndexer from "./search/Indexer.ts"
+import { searchSources } from "./search/SearchSources.ts"
 import { lockDataDir } from "./stores/DataDir.ts"
 import type { StoreOptions } from "./stores/StoreActor.ts"
 import type { AnyStoreDefinition } from "./stores/StoreDefinition.ts"
 import { layerNode } from "./stores/WalFs.ts"
 
 /** The domain stores every engine runs. */
-export const domainStores: ReadonlyArray<AnyStoreDefinition> = [graphStore]
+export const domainStores: ReadonlyArray<AnyStoreDefinition> = [graphStore, conversationStore, ...engineeringStores]
 
 /** How to build an engine. */
 export interface EngineConfig {
@@ -25,6 +32,8 @@ export interface EngineConfig {
   readonly command: string
   readonly stores?: ReadonlyArray<AnyStoreDefinition>
   readonly storeOptions?: Partial<Omit<StoreOptions, "dir">>
+  /** Search: embedding model and worker (defaults: the static GloVe model, batches in a worker). */
+  readonly search?: Omit<Embedder.EmbedderConfig, "dataDir">
 }
 
 /** The engine's services: the router (with its stores), the event bus and the graph search. */
@@ -35,6 +44,17 @@ export const layer = (config: EngineConfig) => {
     stores: config.stores ?? domainStores,
     ...(config.storeOptions !== undefined ? { storeOptions: config.storeOptions } : {}),
   })
-  const core = router.pipe(Layer.provideMerge(EventBus.layer), Layer.provide(layerNode), Layer.provide(lock))
-  return GraphSearch.layer.pipe(Layer.provideMerge(core))
+  // The audit feed subscribes before the stores start, so it sees what they re-publish while recovering.
+  const core = router.pipe(
+    Layer.provideMerge(AuditLedger.feedLayer),
+    Layer.provideMerge(EventBus.layer),
+    Layer.provide(layerNode),
+    Layer.provide(lock),
+  )
+  const search = SearchIndexer.layer({ sources: searchSources, dataDir: config.dataDir }).pipe(
+    Layer.provide(Embedder.layer({ ...config.search, dataDir: config.dataDir })),
+  )
+  return Layer.mergeAll(GraphSearch.layer, AuditLedger.layer, RecordExpiry.layer(recordStores), search).pipe(
+    Layer.provideMerge(core),
+  )
 }

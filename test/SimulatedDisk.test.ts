@@ -23,7 +23,7 @@ const bytes = (length: number, value: number) => new Uint8Array(length).fill(val
 const concat = (...parts: ReadonlyArray<Uint8Array>) => Uint8Array.from(parts.flatMap((part) => [...part]))
 const sectorsOf = (image: Uint8Array) =>
   Array.from({ length: Math.ceil(image.length / sectorBytes) }, (_, i) =>
-    image.subarray(i * sectorBytes, (i + 1) * sectorBytes)
+    image.subarray(i * sectorBytes, (i + 1) * sectorBytes),
   )
 
 /** A disk whose segment holds `content`, durably: data synced and entry synced. */
@@ -36,7 +36,7 @@ const diskWith = (seed: number, content: Uint8Array, options: { sectorBytes?: nu
       yield* file.write(0, content)
       yield* file.datasync()
       yield* fs.syncDir(dir)
-    })
+    }),
   )
   return disk
 }
@@ -59,9 +59,9 @@ describe("SimulatedDisk as a WalFs", () => {
           tail: yield* b.read(5, 100),
           past: yield* b.read(50, 10),
           names: yield* fs.list(dir),
-          missing: yield* fs.list("/nowhere")
+          missing: yield* fs.list("/nowhere"),
         }
-      })
+      }),
     )
     expect(result).toEqual({
       size: 7,
@@ -69,7 +69,7 @@ describe("SimulatedDisk as a WalFs", () => {
       tail: Uint8Array.of(2, 3),
       past: new Uint8Array(0),
       names: ["a.log", "b.log", "sub"],
-      missing: []
+      missing: [],
     })
     expect(disk.files()).toEqual([`${dir}/a.log`, `${dir}/b.log`])
   })
@@ -171,7 +171,7 @@ describe("crash", () => {
             yield* file.write(0, content)
             yield* file.datasync()
             if (syncDir) yield* fs.syncDir(dir)
-          })
+          }),
         )
         return disk
       }
@@ -239,7 +239,7 @@ describe("crash", () => {
           yield* fs.mkdirp(dir)
           for (const [path, value] of [
             [final, 1],
-            [tmp, 2]
+            [tmp, 2],
           ] as const) {
             const file = yield* fs.open(path, { create: true })
             yield* file.write(0, bytes(600, value))
@@ -280,7 +280,7 @@ describe("crash", () => {
     expect(disk.crashed).toBe(true)
     expect(Effect.runSync(Effect.flip(file.read(0, 10))).message).toContain("simulated crash")
     expect(run(after, (fs) => Effect.flatMap(fs.open(segment, { create: false }), (f) => f.read(0, 10)))).toEqual(
-      bytes(10, 1)
+      bytes(10, 1),
     )
   })
 
@@ -301,9 +301,9 @@ describe("fault injection", () => {
       const result = Effect.runSync(
         Effect.result(
           program(disk, (fs) =>
-            Effect.flatMap(fs.open(segment, { create: false }), (file) => file.write(i, Uint8Array.of(value)))
-          )
-        )
+            Effect.flatMap(fs.open(segment, { create: false }), (file) => file.write(i, Uint8Array.of(value))),
+          ),
+        ),
       )
       return result._tag === "Success" ? "ok" : result.failure.reason
     })
@@ -384,8 +384,9 @@ describe("fault injection", () => {
     for (const seed of seeds.slice(0, 60)) {
       const disk = diskWith(seed, new Uint8Array(0))
       disk.crashAfter(1) // open is operation 0, the write operation 1
-      expect(fail(disk, (fs) => Effect.flatMap(fs.open(segment, { create: false }), (f) => f.write(0, bytes(1536, 5)))))
-        .toMatchObject({ reason: "Io" })
+      expect(
+        fail(disk, (fs) => Effect.flatMap(fs.open(segment, { create: false }), (f) => f.write(0, bytes(1536, 5)))),
+      ).toMatchObject({ reason: "Io" })
       const written = disk.readWritten(segment)!
       const shape = sectorsOf(written).map((sector) => {
         expect(sector.every((b) => b === 5) || sector.every((b) => b === 0)).toBe(true)

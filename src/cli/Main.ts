@@ -1,10 +1,11 @@
 /**
- * Runs a CLI program as the process: exit code 0 on success; on an expected failure (a tagged
+ * Runs a CLI program as the process: exit code 0 on success; a `CommandExit` failure exits with
+ * its own code (after printing its message, if any); on an expected failure (a tagged
  * error with a message) prints `mnemos: <message>` to stderr and exits 1, without a stack trace;
  * on a defect prints the cause and exits 70. SIGINT/SIGTERM do not kill the program: commands
  * that run until stopped wait on `shutdownSignal` and then shut down cleanly, exiting 0.
  */
-import { Cause, Effect, Exit } from "effect"
+import { Cause, Effect, Exit, Schema } from "effect"
 import { isCliError } from "effect/cli/CliError"
 
 /** Resolves with the signal's name when the process is asked to stop (SIGINT or SIGTERM). */
@@ -17,6 +18,15 @@ export const shutdownSignal: Effect.Effect<string> = Effect.callback<string>((re
     process.off("SIGTERM", onSignal)
   })
 })
+
+/**
+ * Ends a command with a specific exit code, e.g. `mnemos gate verify`: 1 blocked, 2 not found.
+ * A non-empty message is printed to stderr as `mnemos: <message>`.
+ */
+export class CommandExit extends Schema.TaggedError<CommandExit>()("CommandExit", {
+  exitCode: Schema.Int,
+  message: Schema.String,
+}) {}
 
 const messageOf = (error: unknown): string | undefined =>
   typeof error === "object" &&
@@ -45,6 +55,10 @@ export const runMain = <E>(program: Effect.Effect<void, E>): void => {
     const failure = Cause.findErrorOption(exit.cause)
     // The CLI parser has already printed its own error and the help text.
     if (failure._tag === "Some" && isCliError(failure.value)) process.exit(2)
+    if (failure._tag === "Some" && failure.value instanceof CommandExit) {
+      if (failure.value.message !== "") process.stderr.write(`mnemos: ${failure.value.message}\n`)
+      process.exit(failure.value.exitCode)
+    }
     const message = failure._tag === "Some" ? messageOf(failure.value) : undefined
     if (message !== undefined) {
       process.stderr.write(`mnemos: ${message}\n`)

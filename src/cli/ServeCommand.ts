@@ -5,8 +5,11 @@
  * API, on `--host`:`--port` (127.0.0.1:7437). If that port already has a mnemos daemon for the
  * same data directory, it says so and exits 0; if anything else holds the port, it exits 1 with
  * a clear message. Binding beyond loopback requires the bearer token (generated into the data
- * directory). With `--stdio` the engine speaks MCP on stdin/stdout in this process instead
- * (embedded mode, one agent, no network); logs go to stderr only. Either way the data
+ * directory; the dashboard's API wants it, or a login, everywhere). It prints a one-time login
+ * link to the dashboard (`mnemos dashboard` mints more). Editor focus datagrams are read on loopback UDP `--udp-port` (default: the HTTP
+ * port + 1); if that port is taken the daemon says so and runs without them. With `--stdio` the
+ * engine speaks MCP on stdin/stdout in this process instead (embedded mode, one agent, no
+ * network); logs go to stderr only. Either way the data
  * directory's lock is held for the life of the process, and shutdown answers in-flight work and
  * flushes before exiting 0.
  */
@@ -14,11 +17,15 @@ import { resolve } from "node:path"
 import { Console, Effect, Layer, Option, Schema } from "effect"
 import { Command, Flag } from "effect/cli"
 import * as Engine from "../Engine.ts"
+import * as EditorServices from "../editor/EditorServices.ts"
+import { layerFromTelemetry } from "../editor/TelemetryFeeds.ts"
 import { resolveDataDir } from "../stores/DataDir.ts"
-import { catalogue } from "../tools/Catalogue.ts"
+import { catalogue, defaultToolsets, toolsets as knownToolsets, selectTools } from "../tools/Catalogue.ts"
 import { defaultHost, defaultPort, ensureToken, ping, removeDaemonInfo, writeDaemonInfo } from "../transports/Daemon.ts"
 import { isLoopback, startHttpServer } from "../transports/HttpServer.ts"
 import { serveStdio } from "../transports/Stdio.ts"
+import { makeTelemetry, Telemetry, telemetryResources } from "../transports/Telemetry.ts"
+import { startUdpListener } from "../transports/Udp.ts"
 import { versionLine } from "./BuildInfo.ts"
 import { shutdownSignal } from "./Main.ts"
 
@@ -42,6 +49,27 @@ export const hostFlag = Flag.String("host").pipe(
   Flag.withDefault(defaultHost),
 )
 
+/** `--udp-port` of the editor focus listener. */
+export const udpPortFlag = Flag.Int("udp-port").pipe(
+  Flag.withDescription("Loopback UDP port for editor focus datagrams (default: the HTTP port + 1)"),
+  Flag.optional,
+)
+
+/** `--nvim`: the Neovim instance the editor tools talk to. */
+export const nvimFlag = Flag.String("nvim").pipe(
+  Flag.withDescription(
+    "Neovim RPC address (socket path or host:port) for the nvim_* tools (default: $NVIM, else the last focused Neovim)",
+  ),
+  Flag.optional,
+)
+/** `--nvim-allow-lua`: let agents run Lua in Neovim (audited). */
+export const nvimAllowLuaFlag = Flag.Boolean("nvim-allow-lua").pipe(
+  Flag.withDescription(
+    "Enable nvim_execute_lua (arbitrary Lua in the editor; every call audited to nvim-lua-audit.jsonl)",
+  ),
+  Flag.withDefault(false),
+)
+
 /** The daemon could not start. */
 export class ServeFailed extends Schema.TaggedError<ServeFailed>()("ServeFailed", { message: Schema.String }) {}
 
@@ -60,16 +88,62 @@ export const clientConfig = (dataDir: string): string =>
     2,
   )
 
-const runDaemon = (dataDir: string, host: string, port: number) =>
+/** The loopback address UDP binds: the daemon's own when that is loopback, else 127.0.0.1. */
+const udpHostFor = (host: string) =>
+  isLoopback(host) && host !== "localhost" ? host.replace(/^\[|\]$/g, "") : "127.0.0.1"
+
+/** `--toolsets`: which toolsets `tools/list` shows. */
+export const toolsetsFlag = Flag.String("toolsets").pipe(
+  Flag.withDescription(
+    `Comma-separated toolsets to offer (${knownToolsets.join(", ")}; "all"); default: ${defaultToolsets.join(",")}`,
+  ),
+  Flag.optional,
+)
+
+/** The tools of `--toolsets` (the default set without it); unknown names are refused. */
+const toolsOf = (flag: Option.Option<string>) => {
+  const names = Option.match(flag, {
+    onNone: () => defaultToolsets,
+    onSome: (text) => {
+      const listed = text
+        .split(",")
+        .map((name) => name.trim())
+        .filter((name) => name !== "")
+      return listed.includes("all") ? knownToolsets : listed
+    },
+  })
+  const { tools, unknown } = selectTools(names)
+  if (unknown.length > 0)
+    return Effect.fail(
+      new ServeFailed({ message: `unknown toolset(s) ${unknown.join(", ")}; known: ${knownToolsets.join(", ")}` }),
+    )
+  if (tools.length === 0) return Effect.fail(new ServeFailed({ message: "--toolsets names no toolset" }))
+  return Effect.succeed(tools)
+}
+
+const runDaemon = (
+  dataDir: string,
+  host: string,
+  port: number,
+  udpPort: number,
+  tools: ReadonlyArray<(typeof catalogue)[number]> = catalogue,
+) =>
   Effect.gen(function* () {
-    const token = isLoopback(host) ? undefined : ensureToken(dataDir)
+    // The data directory's token guards the dashboard's API everywhere, and everything beyond loopback.
+    const apiToken = ensureToken(dataDir)
+    const token = isLoopback(host) ? undefined : apiToken
+    const telemetry = yield* makeTelemetry
     const server = yield* startHttpServer({
       host,
       port,
       dataDir,
-      tools: catalogue,
+      tools,
+      resources: telemetryResources(telemetry),
+      telemetry,
+      apiToken,
       ...(token !== undefined ? { token } : {}),
     }).pipe(
+      Effect.provide(layerFromTelemetry(telemetry)),
       Effect.catch((error) =>
         Effect.gen(function* () {
           if ((error as NodeJS.ErrnoException).code !== "EADDRINUSE")
@@ -83,14 +157,21 @@ const runDaemon = (dataDir: string, host: string, port: number) =>
         }),
       ),
     )
+    const udpHost = udpHostFor(host)
+    const udp = yield* startUdpListener({ host: udpHost, port: udpPort }).pipe(
+      Effect.provideService(Telemetry, telemetry),
+      Effect.map((listener) => `udp://${udpHost}:${listener.port}`),
+      Effect.catch((error) => Effect.succeed(`disabled (cannot bind ${udpHost}:${udpPort}: ${error.message})`)),
+    )
     writeDaemonInfo(dataDir, { pid: process.pid, host, port: server.port, startedAt: new Date().toISOString() })
     yield* Effect.addFinalizer(() => Effect.sync(() => removeDaemonInfo(dataDir)))
     const base = `http://${host.includes(":") ? `[${host}]` : host}:${server.port}`
     yield* Console.log(`mnemos daemon listening on ${base}`)
-    yield* Console.log(`  dashboard:        ${base}/`)
+    yield* Console.log(`  dashboard:        ${base}/?token=${server.dashboardLoginToken()}   (one-time login link)`)
     yield* Console.log(
       `  MCP (HTTP):       ${base}/mcp   (SSE: ${base}/sse, WebSocket: ${base.replace("http", "ws")}/ws)`,
     )
+    yield* Console.log(`  editor focus:     ${udp}   (terminal: POST ${base}/terminal/telemetry)`)
     if (token !== undefined) yield* Console.log(`  bearer token:     in ${dataDir}/token (required on every request)`)
     yield* Console.log(`MCP client configuration (stdio, through the daemon):\n${clientConfig(dataDir)}`)
     return yield* shutdownSignal
@@ -106,9 +187,14 @@ export const serveCommand = Command.make(
     ),
     port: portFlag,
     host: hostFlag,
+    udpPort: udpPortFlag,
+    toolsets: toolsetsFlag,
+    nvim: nvimFlag,
+    nvimAllowLua: nvimAllowLuaFlag,
   },
-  Effect.fn(function* ({ dataDir, stdio, port, host }) {
+  Effect.fn(function* ({ dataDir, stdio, port, host, udpPort, toolsets, nvim, nvimAllowLua }) {
     const location = resolveDataDir(Option.getOrUndefined(dataDir))
+    const tools = yield* toolsOf(toolsets)
     if (!stdio) {
       const running = yield* Effect.promise(() => ping(host, port))
       if (running !== undefined && running.dataDir === location.path) {
@@ -124,9 +210,21 @@ export const serveCommand = Command.make(
       yield* Console.error(`mnemos ${versionLine()}`)
       yield* Console.error(`data directory: ${location.path} (from ${location.source})`)
       const reason = stdio
-        ? yield* Effect.raceFirst(serveStdio({ tools: catalogue }).pipe(Effect.as("stdin closed")), shutdownSignal)
-        : yield* runDaemon(location.path, host, port)
+        ? yield* Effect.raceFirst(serveStdio({ tools }).pipe(Effect.as("stdin closed")), shutdownSignal)
+        : yield* runDaemon(
+            location.path,
+            host,
+            port,
+            Option.getOrElse(udpPort, () => port + 1),
+            tools,
+          )
       yield* Console.error(`${reason}: shutting down (finishing in-flight writes, flushing)`)
-    }).pipe(Effect.scoped, Effect.provide(Layer.fresh(engine)))
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(Layer.fresh(engine)),
+      Effect.provide(
+        EditorServices.layer({ dataDir: location.path, nvim: Option.getOrUndefined(nvim), allowLua: nvimAllowLua }),
+      ),
+    )
   }),
 ).pipe(Command.withDescription("Run the memory engine on a data directory until interrupted (daemon, or --stdio)"))

@@ -1,37 +1,101 @@
 /**
  * `mnemos import` and `mnemos export`: move data in and out of a data directory.
  *
- * Formats: `official-jsonl` — the official memory server's memory.jsonl (graph only). The data
- * directory must not be owned by another process (stop the daemon first); the command takes the
- * lock for its run. Export writes atomically (temp file, fsync, rename).
+ * Formats: `conversations` (the default) — the conversations store's versioned JSONL backup
+ * (docs/backup.md); `official-jsonl` — the official memory server's memory.jsonl (graph only).
+ * `export --all` writes the full archive of every store (stores/Archive.ts), and `import`
+ * recognises an archive by its first line and restores it into an empty data directory. Every
+ * imported record passes the privacy filter first (privacy/PrivacyFilter.ts).
+ * The data directory must not be owned by another process (stop the daemon first); the command
+ * takes the lock for its run. Export writes atomically (temp file, fsync, rename); import applies
+ * all or nothing.
  */
 import { readFileSync } from "node:fs"
 import { Console, Effect, Layer, Option, Schema } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
+import { Router } from "../actors/Router.ts"
+import { importConversations } from "../conversations/ConversationImport.ts"
+import { conversationStore } from "../conversations/ConversationStore.ts"
+import { defaultImportLimits, exportConversations, type ImportPolicy } from "../conversations/ConversationTransfer.ts"
+import { progressBar } from "../conversations/ProgressBar.ts"
 import * as Engine from "../Engine.ts"
 import { exportGraph, importGraph } from "../graph/GraphTransfer.ts"
 import { defaultProjectName } from "../graph/Model.ts"
 import { parseOfficialJsonl, serializeOfficialJsonl } from "../graph/OfficialJsonl.ts"
+import { filterPrivate } from "../privacy/PrivacyFilter.ts"
+import { isArchiveFile } from "../stores/Archive.ts"
 import { resolveDataDir } from "../stores/DataDir.ts"
+import { exportArchiveFile, filteredStore, importArchiveFile } from "./ArchiveTransfer.ts"
 import { writeFileAtomic } from "./AtomicFile.ts"
 import { dataDirFlag } from "./ServeCommand.ts"
 
-const formatFlag = Flag.Literals("format", ["official-jsonl"]).pipe(
-  Flag.withDescription("File format: official-jsonl (the official memory server's memory.jsonl)"),
+const formatFlag = Flag.Literals("format", ["conversations", "official-jsonl"]).pipe(
+  Flag.withDescription(
+    "File format: conversations (default; the conversation messages' versioned JSONL backup) or official-jsonl (the official memory server's memory.jsonl)",
+  ),
+  Flag.withDefault("conversations" as const),
 )
 const projectFlag = Flag.String("project").pipe(
-  Flag.withDescription(`Project to import into / export from (default: ${defaultProjectName})`),
-  Flag.withDefault(defaultProjectName),
+  Flag.withDescription(
+    `official-jsonl: project to import into / export from (default: ${defaultProjectName}); conversations: only this project (export) or every record into it (import)`,
+  ),
+  Flag.optional,
 )
 const fileArgument = Argument.String("file").pipe(Argument.withDescription("The file to read or write"))
+const policyFlag = Flag.Literals("policy", ["reject", "overwrite"]).pipe(
+  Flag.withDescription(
+    "conversations: when a message id is already stored, reject the import (default) or overwrite it",
+  ),
+  Flag.withDefault("reject" as const),
+)
+const outFlag = Flag.String("out").pipe(
+  Flag.withDescription("The file to write (instead of the file argument)"),
+  Flag.optional,
+)
+const sessionFlag = Flag.String("session").pipe(
+  Flag.withDescription("conversations: export only this session"),
+  Flag.optional,
+)
+
+const conversationStoreOf = Effect.gen(function* () {
+  return (yield* Router).store(conversationStore)
+})
 
 const withEngine = (dataDir: Option.Option<string>, command: string) =>
   Effect.provide(Layer.fresh(Engine.layer({ dataDir: resolveDataDir(Option.getOrUndefined(dataDir)).path, command })))
 
+const importConversationsFile = (
+  file: string,
+  policy: ImportPolicy,
+  project: Option.Option<string>,
+  dataDir: Option.Option<string>,
+) =>
+  Effect.gen(function* () {
+    const bar = progressBar()
+    const report = yield* Effect.gen(function* () {
+      const store = filteredStore(yield* conversationStoreOf)
+      return yield* importConversations(
+        store,
+        file,
+        { policy, ...(Option.isSome(project) ? { project: project.value } : {}) },
+        defaultImportLimits,
+        bar.update,
+      )
+    }).pipe(
+      Effect.ensuring(Effect.sync(bar.done)),
+      Effect.mapError((error) => new ImportFailed({ message: `${file}: ${error.message} (nothing was imported)` })),
+      withEngine(dataDir, "mnemos import"),
+    )
+    yield* Console.log(`imported ${report.records} conversation message(s) from ${file} (policy ${policy})`)
+  })
+
 export const importCommand = Command.make(
   "import",
-  { file: fileArgument, format: formatFlag, project: projectFlag, dataDir: dataDirFlag },
-  Effect.fn(function* ({ file, project, dataDir }) {
+  { file: fileArgument, format: formatFlag, policy: policyFlag, project: projectFlag, dataDir: dataDirFlag },
+  Effect.fn(function* ({ file, format, policy, project: projectOption, dataDir }) {
+    if (isArchiveFile(file)) return yield* importArchiveFile(file, dataDir)
+    if (format === "conversations") return yield* importConversationsFile(file, policy, projectOption, dataDir)
+    const project = Option.getOrElse(projectOption, () => defaultProjectName)
     const text = yield* Effect.try({
       try: () => readFileSync(file, "utf8"),
       catch: (error) =>
@@ -45,7 +109,7 @@ export const importCommand = Command.make(
           }),
       ),
     )
-    const report = yield* importGraph(parsed.graph, project).pipe(
+    const report = yield* importGraph(filterPrivate(parsed.graph) as typeof parsed.graph, project).pipe(
       Effect.mapError((error) => new ImportFailed({ message: `${file}: ${error.message} (nothing was imported)` })),
       withEngine(dataDir, "mnemos import"),
     )
@@ -59,10 +123,59 @@ export const importCommand = Command.make(
   }),
 ).pipe(Command.withDescription("Import a file into the data directory (all or nothing: a bad line imports nothing)"))
 
+const exportConversationsFile = (
+  file: string,
+  project: Option.Option<string>,
+  session: Option.Option<string>,
+  dataDir: Option.Option<string>,
+) =>
+  Effect.gen(function* () {
+    const bar = progressBar()
+    const report = yield* Effect.gen(function* () {
+      const store = yield* conversationStoreOf
+      return yield* exportConversations(
+        store,
+        file,
+        {
+          ...(Option.isSome(project) ? { project: project.value } : {}),
+          ...(Option.isSome(session) ? { session: session.value } : {}),
+        },
+        defaultImportLimits,
+        bar.update,
+      )
+    }).pipe(
+      Effect.ensuring(Effect.sync(bar.done)),
+      Effect.mapError((error) => new ImportFailed({ message: `${file}: ${error.message}` })),
+      withEngine(dataDir, "mnemos export"),
+    )
+    yield* Console.log(`exported ${report.records} conversation message(s) to ${file}`)
+  })
+
 export const exportCommand = Command.make(
   "export",
-  { file: fileArgument, format: formatFlag, project: projectFlag, dataDir: dataDirFlag },
-  Effect.fn(function* ({ file, project, dataDir }) {
+  {
+    file: fileArgument.pipe(Argument.optional),
+    out: outFlag,
+    format: formatFlag,
+    project: projectFlag,
+    session: sessionFlag,
+    dataDir: dataDirFlag,
+    all: Flag.Boolean("all").pipe(
+      Flag.withDescription(
+        "Export every store as a full mnemos archive (restored by mnemos import into an empty data directory)",
+      ),
+      Flag.withDefault(false),
+    ),
+  },
+  Effect.fn(function* ({ file: fileOption, out, format, project: projectOption, session, dataDir, all }) {
+    if (Option.isSome(fileOption) && Option.isSome(out))
+      return yield* new ImportFailed({ message: "give the file either as an argument or with --out, not both" })
+    const target = Option.orElse(out, () => fileOption)
+    if (Option.isNone(target)) return yield* new ImportFailed({ message: "no file to write: give it with --out FILE" })
+    const file = target.value
+    if (all) return yield* exportArchiveFile(file, dataDir)
+    if (format === "conversations") return yield* exportConversationsFile(file, projectOption, session, dataDir)
+    const project = Option.getOrElse(projectOption, () => defaultProjectName)
     const graph = yield* exportGraph(project).pipe(withEngine(dataDir, "mnemos export"))
     yield* Effect.try({
       try: () => writeFileAtomic(file, [serializeOfficialJsonl(graph)]),

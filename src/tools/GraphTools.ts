@@ -17,9 +17,9 @@ import {
   BoundedRelation,
   batchItemsMax,
   EntityName,
-  ObservationText,
   entityNameBytesMax,
   isMaxUtf8Bytes,
+  ObservationText,
   projectNameBytesMax,
   SearchQuery,
 } from "../graph/Model.ts"
@@ -123,7 +123,8 @@ const officialTools = [
 ]
 
 /** An entity name with a description (annotations must come before custom checks to reach the JSON Schema). */
-const describedName = (description: string) => Schema.String.annotate({ description }).check(isMaxUtf8Bytes(entityNameBytesMax))
+const describedName = (description: string) =>
+  Schema.String.annotate({ description }).check(isMaxUtf8Bytes(entityNameBytesMax))
 
 const projectArg = Schema.optionalKey(
   Schema.String.annotate({

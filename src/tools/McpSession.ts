@@ -7,7 +7,11 @@
  * else "default"; it is resolved once, lazily, before the first call that needs it. Arguments are
  * decoded with each tool's Schema; a decoding failure, an unknown tool or a failing handler all
  * become `isError` results, so no input can crash the server. Committed graph events in the
- * session's project notify the client when it subscribed to `memory://knowledge-graph`.
+ * session's project notify the client when it subscribed to `memory://knowledge-graph`. Extra
+ * resources (the daemon's terminal and editor telemetry) come from `ResourceProvider`s: listed,
+ * read as JSON, and announced to subscribed clients when their provider signals a change.
+ * Prompts (`prompts/list`, `prompts/get`) are offered when a toolset of the session's tools has
+ * one (see `promptsFor`).
  */
 import { basename } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -16,9 +20,13 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import {
   CallToolRequestSchema,
   type CallToolResult,
+  GetPromptRequestSchema,
+  type GetPromptResult,
+  ListPromptsRequestSchema,
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
   ReadResourceRequestSchema,
+  type Resource,
   RootsListChangedNotificationSchema,
   SubscribeRequestSchema,
   UnsubscribeRequestSchema,
@@ -27,17 +35,49 @@ import { type Context, Effect, Exit, Fiber, PubSub, Result, Schema, type Scope }
 import { EventBus } from "../actors/EventBus.ts"
 import { Router } from "../actors/Router.ts"
 import { buildInfo } from "../cli/BuildInfo.ts"
+import type { AuditLedger } from "../engineering/AuditLedger.ts"
 import { readGraph } from "../graph/GraphQueries.ts"
 import type { GraphSearch } from "../graph/GraphSearch.ts"
 import { type GraphEvent, graphStore } from "../graph/GraphStore.ts"
 import { defaultProjectName } from "../graph/Model.ts"
+import { filterPrivate } from "../privacy/PrivacyFilter.ts"
+import type { SearchIndexer } from "../search/Indexer.ts"
+import { promptsFor } from "./Catalogue.ts"
 import type { Tool, ToolCaller, ToolError } from "./Tool.ts"
 
 /** The resource holding the caller's whole graph. */
 export const knowledgeGraphUri = "memory://knowledge-graph"
 
 /** What tool handlers may use. */
-export type SessionServices = Router | GraphSearch | EventBus
+export type SessionServices = Router | GraphSearch | EventBus | AuditLedger | SearchIndexer
+
+/** An MCP prompt: what `prompts/list` shows, and how `prompts/get` fills it from the engine. */
+export interface McpPrompt {
+  /** Offered only in sessions that have a tool of this toolset. */
+  readonly toolset: string
+  readonly definition: {
+    readonly name: string
+    readonly title?: string
+    readonly description: string
+    readonly arguments: ReadonlyArray<{
+      readonly name: string
+      readonly description: string
+      readonly required: boolean
+    }>
+  }
+  readonly get: (
+    args: Readonly<Record<string, string>>,
+    caller: ToolCaller,
+  ) => Effect.Effect<GetPromptResult, ToolError, SessionServices>
+}
+
+/** A resource beyond the knowledge graph, served as JSON; not scoped to the session's project. */
+export interface ResourceProvider {
+  readonly resource: Resource
+  readonly read: Effect.Effect<unknown>
+  /** Signals the URIs of changed resources; subscribers of this provider's URI are notified. */
+  readonly changes: Effect.Effect<PubSub.Subscription<string>, never, Scope.Scope>
+}
 
 /** How a session is set up. */
 export interface SessionOptions {
@@ -49,6 +89,8 @@ export interface SessionOptions {
    * write is keyed by (client, request id), so a retried request is applied once.
    */
   readonly clientId?: string
+  /** Resources offered beside the knowledge graph. */
+  readonly resources?: ReadonlyArray<ResourceProvider>
 }
 
 const errorText = (tool: Tool<never, SessionServices> | undefined, error: ToolError): string =>
@@ -69,6 +111,15 @@ export const projectFromRoot = (uri: string, name?: string): string | undefined 
   }
 }
 
+/** The local directory of a `file:` root URI (git context binding runs there). */
+export const rootDirOf = (uri: string): string | undefined => {
+  try {
+    return uri.startsWith("file:") ? fileURLToPath(uri) : undefined
+  } catch {
+    return undefined
+  }
+}
+
 /** Starts a session on `transport`; it ends when the transport closes or the scope closes. */
 export const startSession = (
   transport: Transport,
@@ -77,29 +128,41 @@ export const startSession = (
   Effect.gen(function* () {
     const context: Context.Context<SessionServices> = yield* Effect.context<SessionServices>()
     const run = <A, E>(effect: Effect.Effect<A, E, SessionServices>) => Effect.runPromiseExitWith(context)(effect)
+    const prompts = promptsFor(options.tools)
     const server = new Server(
       { name: "mnemos", version: buildInfo().version },
       {
-        capabilities: { tools: {}, resources: { subscribe: true } },
+        capabilities: { tools: {}, resources: { subscribe: true }, ...(prompts.length > 0 ? { prompts: {} } : {}) },
         instructions:
           "mnemos is a durable memory for coding agents: a knowledge graph (entities, relations, observations) scoped to your project. Search before you create; add observations to existing entities instead of duplicating them.",
       },
     )
     const toolsByName = new Map(options.tools.map((tool) => [tool.definition.name, tool]))
     const subscriptions = new Set<string>()
+    const providers = new Map((options.resources ?? []).map((provider) => [provider.resource.uri, provider]))
     let projectPromise: Promise<string> | undefined
+    let rootDir: string | undefined
 
-    const resolveProject = async (): Promise<string> => {
+    /**
+     * Asks the client for its roots. With the id of the request that needs the project, the ask
+     * travels with that request (on Streamable HTTP: its POST's response stream; the standalone
+     * GET stream may not be open yet, and a message sent there before it is would be lost).
+     */
+    const resolveProject = async (relatedRequestId?: string | number): Promise<string> => {
       if (!server.getClientCapabilities()?.roots) return defaultProjectName
       try {
-        const { roots } = await server.listRoots(undefined, { timeout: 5_000 })
+        const { roots } = await server.listRoots(undefined, {
+          timeout: 5_000,
+          ...(relatedRequestId !== undefined ? { relatedRequestId } : {}),
+        })
         const first = roots[0]
+        rootDir = first === undefined ? undefined : rootDirOf(first.uri)
         return (first && projectFromRoot(first.uri, first.name)) ?? defaultProjectName
       } catch {
         return defaultProjectName
       }
     }
-    const project = () => (projectPromise ??= resolveProject())
+    const project = (relatedRequestId?: string | number) => (projectPromise ??= resolveProject(relatedRequestId))
     server.setNotificationHandler(RootsListChangedNotificationSchema, async () => {
       projectPromise = resolveProject()
     })
@@ -107,7 +170,8 @@ export const startSession = (
     const caller = async (requestId: string | number): Promise<ToolCaller> => {
       const client = server.getClientVersion()
       return {
-        project: await project(),
+        project: await project(requestId),
+        ...(rootDir !== undefined ? { rootDir } : {}),
         client: `${client?.name ?? "unknown"}/${client?.version ?? "?"} via ${options.transport}`,
         ...(options.clientId !== undefined
           ? { idempotencyKey: `${options.clientId}:${JSON.stringify(requestId)}` }
@@ -122,7 +186,8 @@ export const startSession = (
     server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
       const tool = toolsByName.get(request.params.name)
       if (tool === undefined) return isError(`MCP error -32602: Tool ${request.params.name} not found`)
-      const decoded = Schema.decodeUnknownResult(tool.args)(request.params.arguments ?? {})
+      // The privacy filter runs before decoding, so no store ever sees a secret (privacy/PrivacyFilter.ts).
+      const decoded = Schema.decodeUnknownResult(tool.args)(filterPrivate(request.params.arguments ?? {}))
       if (Result.isFailure(decoded)) {
         const message = `MCP error -32602: Input validation error: Invalid arguments for tool ${tool.definition.name}: ${decoded.failure.message}`
         return isError(
@@ -150,6 +215,21 @@ export const startSession = (
       )
     })
 
+    if (prompts.length > 0) {
+      const promptsByName = new Map(prompts.map((prompt) => [prompt.definition.name, prompt]))
+      server.setRequestHandler(ListPromptsRequestSchema, async () => ({
+        prompts: prompts.map((prompt) => prompt.definition) as never,
+      }))
+      server.setRequestHandler(GetPromptRequestSchema, async (request, extra) => {
+        const prompt = promptsByName.get(request.params.name)
+        if (prompt === undefined) throw new Error(`Prompt ${request.params.name} not found`)
+        const exit = await run(prompt.get(request.params.arguments ?? {}, await caller(extra.requestId)))
+        if (Exit.isSuccess(exit)) return exit.value
+        const failure = exit.cause.reasons.find((reason) => reason._tag === "Fail")
+        throw new Error(failure?._tag === "Fail" ? failure.error.message : "internal error: the prompt failed")
+      })
+    }
+
     server.setRequestHandler(ListResourcesRequestSchema, async () => ({
       resources: [
         {
@@ -159,11 +239,18 @@ export const startSession = (
           description: "The full knowledge graph with all entities and relations",
           mimeType: "application/json",
         },
+        ...[...providers.values()].map((provider) => provider.resource),
       ],
     }))
-    server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
+    server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
+      const provider = providers.get(request.params.uri)
+      if (provider !== undefined) {
+        const value = await Effect.runPromise(provider.read)
+        const text = JSON.stringify(value, null, 2)
+        return { contents: [{ uri: provider.resource.uri, mimeType: "application/json", text }] }
+      }
       if (request.params.uri !== knowledgeGraphUri) throw new Error(`Resource ${request.params.uri} not found`)
-      const scope = await project()
+      const scope = await project(extra.requestId)
       const exit = await run(
         Effect.gen(function* () {
           const router = yield* Router
@@ -175,9 +262,9 @@ export const startSession = (
         contents: [{ uri: knowledgeGraphUri, mimeType: "application/json", text: JSON.stringify(exit.value, null, 2) }],
       }
     })
-    server.setRequestHandler(SubscribeRequestSchema, async (request) => {
+    server.setRequestHandler(SubscribeRequestSchema, async (request, extra) => {
       subscriptions.add(request.params.uri)
-      await project()
+      await project(extra.requestId)
       return {}
     })
     server.setRequestHandler(UnsubscribeRequestSchema, async (request) => {
@@ -202,9 +289,26 @@ export const startSession = (
       ),
     )
 
+    const providerNotifiers = yield* Effect.forEach([...providers.keys()], (uri) =>
+      Effect.gen(function* () {
+        const changes = yield* providers.get(uri)!.changes
+        return yield* Effect.forkScoped(
+          Effect.forever(
+            Effect.gen(function* () {
+              const changed = yield* PubSub.takeAll(changes)
+              if (subscriptions.has(uri) && changed.includes(uri))
+                yield* Effect.promise(() => server.sendResourceUpdated({ uri }).catch(() => undefined))
+            }),
+          ),
+        )
+      }),
+    )
+
     yield* Effect.promise(() => server.connect(transport))
     yield* Effect.addFinalizer(() =>
-      Effect.promise(() => server.close().catch(() => undefined)).pipe(Effect.andThen(Fiber.interrupt(notifier))),
+      Effect.promise(() => server.close().catch(() => undefined)).pipe(
+        Effect.andThen(Fiber.interruptAll([notifier, ...providerNotifiers])),
+      ),
     )
     return server
   })

@@ -59,6 +59,8 @@ export interface ToolOutput {
 export interface ToolCaller {
   /** The project of this connection: from the client's roots, else "default". */
   readonly project: string
+  /** The local directory of the client's first root, when it offers a `file:` root (for git context). */
+  readonly rootDir?: string
   /** The client's identity, for audit (clientInfo name/version and transport). */
   readonly client: string
   /**
@@ -86,6 +88,8 @@ export const makeTool = <Args, R>(tool: Tool<Args, R>): Tool<Args, R> => tool
 
 /** A JSON Schema for tool arguments, generated from their Effect Schema. */
 export const inputSchemaOf = (schema: Schema.Top): JsonObject => {
-  const document = Schema.toJsonSchemaDocument(schema)
-  return { $schema: "https://json-schema.org/draft/2020-12/schema", ...(document.schema as JsonObject) }
+  const generated = Schema.toJsonSchemaDocument(schema).schema as JsonObject
+  // MCP requires an object schema; an empty Struct comes out as "anything but null".
+  const objectSchema = generated.type === "object" ? generated : { type: "object", properties: {} }
+  return { $schema: "https://json-schema.org/draft/2020-12/schema", ...objectSchema }
 }

@@ -5,12 +5,13 @@
  * Owns the listening socket and the live MCP sessions (each in its own scope, closed when its
  * transport closes or the server stops). It is thin: it checks who may talk (Host and Origin
  * against DNS rebinding; the bearer token when bound beyond loopback), bounds every body and
- * frame, and hands MCP messages to sessions and REST calls to `RestApi`. `/ping` answers before
- * the search indexes are warm.
+ * frame, and hands MCP messages to sessions and REST calls (and terminal telemetry) to `RestApi`.
+ * `/ping` answers before the search indexes are warm. The dashboard (`GET /`, `/api/*` behind its
+ * session cookie or the bearer token, the `/events` live feed) is `DashboardServer`'s.
  */
-import { randomUUID, timingSafeEqual } from "node:crypto"
+import { randomBytes, randomUUID, timingSafeEqual } from "node:crypto"
 import { createServer, type IncomingMessage, type Server as NodeHttpServer, type ServerResponse } from "node:http"
-import type { AddressInfo } from "node:net"
+import { type AddressInfo, isIP } from "node:net"
 import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
@@ -19,13 +20,18 @@ import { type Context, Effect, Exit, Scope } from "effect"
 import { WebSocketServer } from "ws"
 import { buildInfo } from "../cli/BuildInfo.ts"
 import { type SessionOptions, type SessionServices, startSession } from "../tools/McpSession.ts"
+import { makeDashboardServer } from "./DashboardServer.ts"
+import { Drain } from "./DrainingTransport.ts"
 import { handleRest } from "./RestApi.ts"
+import type { Telemetry } from "./Telemetry.ts"
 import { frameBytesHardMax, WebSocketTransport } from "./WebSocketTransport.ts"
 
 /** Largest HTTP request body accepted. */
 export const httpBodyBytesMax = 16 * 1024 * 1024
 /** Most MCP sessions open at once over HTTP, SSE and WebSocket together. */
 export const sessionsMax = 1024
+/** How long shutdown waits for requests already received to be answered before closing connections. */
+export const shutdownGraceMs = 10_000
 
 /** How the server is set up. */
 export interface HttpServerConfig {
@@ -35,19 +41,34 @@ export interface HttpServerConfig {
   /** Required on every MCP/REST/WS request when set (it is, whenever `host` is not loopback). */
   readonly token?: string
   readonly tools: SessionOptions["tools"]
+  /** Resources every session offers beside the knowledge graph. */
+  readonly resources?: SessionOptions["resources"]
+  /** Serves `POST /terminal/telemetry` and the telemetry counters of `/api/stats` when set. */
+  readonly telemetry?: Telemetry["Service"]
+  /**
+   * The data directory's bearer token, accepted on `/api/*` and `/events` beside the dashboard's
+   * session cookie, even on loopback (default: `token`, else a random one for this process).
+   */
+  readonly apiToken?: string
 }
 
 /** A running server. */
 export interface RunningHttpServer {
   readonly port: number
   readonly sessions: () => number
+  /** A fresh single-use dashboard login token (`/?token=...`). */
+  readonly dashboardLoginToken: () => string
   readonly close: () => Promise<void>
 }
 
 const loopbackHosts = new Set(["127.0.0.1", "localhost", "::1", "[::1]"])
 
-/** True for an address that only this machine can reach. */
-export const isLoopback = (host: string): boolean => loopbackHosts.has(host) || host.startsWith("127.")
+/**
+ * True for an address that only this machine can reach. Only IP literals count beyond the fixed
+ * names: "127.0.0.1.evil.example" starts like one but is a DNS name an attacker controls.
+ */
+export const isLoopback = (host: string): boolean =>
+  loopbackHosts.has(host) || (isIP(host) === 4 && host.startsWith("127."))
 
 const hostnameOf = (hostHeader: string): string => {
   if (hostHeader.startsWith("[")) return hostHeader.slice(0, hostHeader.indexOf("]") + 1)
@@ -61,12 +82,16 @@ const sendJson = (res: ServerResponse, status: number, body: unknown, headers: R
   res.end(text)
 }
 
-/** Reads a JSON body up to `httpBodyBytesMax`; answers 413/400 itself and returns undefined. */
-const readJsonBody = (req: IncomingMessage, res: ServerResponse): Promise<{ value: unknown } | undefined> =>
+/** Reads a JSON body up to `bytesMax`; answers 413/400 itself and returns undefined. */
+const readJsonBody = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  bytesMax = httpBodyBytesMax,
+): Promise<{ value: unknown } | undefined> =>
   new Promise((resolve) => {
     const declared = Number(req.headers["content-length"] ?? 0)
-    if (declared > httpBodyBytesMax) {
-      sendJson(res, 413, { error: `request body of ${declared} bytes exceeds the limit of ${httpBodyBytesMax} bytes` })
+    if (declared > bytesMax) {
+      sendJson(res, 413, { error: `request body of ${declared} bytes exceeds the limit of ${bytesMax} bytes` })
       req.resume()
       return resolve(undefined)
     }
@@ -75,9 +100,9 @@ const readJsonBody = (req: IncomingMessage, res: ServerResponse): Promise<{ valu
     let aborted = false
     req.on("data", (chunk: Buffer) => {
       size += chunk.length
-      if (size > httpBodyBytesMax && !aborted) {
+      if (size > bytesMax && !aborted) {
         aborted = true
-        sendJson(res, 413, { error: `request body exceeds the limit of ${httpBodyBytesMax} bytes` })
+        sendJson(res, 413, { error: `request body exceeds the limit of ${bytesMax} bytes` })
         resolve(undefined)
       }
       if (!aborted) chunks.push(chunk)
@@ -110,10 +135,18 @@ export const startHttpServer = (
     const sessionScopes = new Set<Scope.Closeable>()
     const streamable = new Map<string, StreamableHTTPServerTransport>()
     const sse = new Map<string, SSEServerTransport>()
+    const drain = new Drain()
+    const dashboard = yield* makeDashboardServer({
+      bearerToken: config.apiToken ?? config.token ?? randomBytes(32).toString("base64url"),
+      port: () => port(),
+      tools: config.tools,
+      readJsonBody,
+      sendJson,
+    })
 
     /** Runs an MCP session on `transport` until it closes. */
     const host = (transport: Transport, name: string, clientId?: string): Promise<boolean> => {
-      if (sessionScopes.size >= sessionsMax) return Promise.resolve(false)
+      if (sessionScopes.size >= sessionsMax || drain.draining) return Promise.resolve(false)
       const scope = Scope.makeUnsafe()
       sessionScopes.add(scope)
       const closeScope = () => {
@@ -121,10 +154,11 @@ export const startHttpServer = (
         Effect.runFork(Scope.close(scope, Exit.void))
       }
       return Effect.runPromiseWith(context)(
-        startSession(transport, {
+        startSession(drain.wrap(transport), {
           tools: config.tools,
           transport: name,
           ...(clientId !== undefined ? { clientId } : {}),
+          ...(config.resources !== undefined ? { resources: config.resources } : {}),
         }).pipe(Scope.provide(scope)),
       ).then(
         (server) => {
@@ -232,8 +266,16 @@ export const startHttpServer = (
     const server: NodeHttpServer = createServer((req, res) => {
       const url = new URL(req.url ?? "/", "http://localhost")
       const route = url.pathname
-      const needsToken = route !== "/ping"
+      const isApi = route.startsWith("/api/")
+      const needsToken = route !== "/ping" && !isApi && !dashboard.isPublic(req, url)
       if (!admit(req, res, needsToken)) return
+      if (isApi && !dashboard.mayUseApi(req))
+        return sendJson(
+          res,
+          401,
+          { error: "log in to the dashboard (mnemos dashboard) or send the bearer token of the data directory" },
+          { "www-authenticate": "Bearer" },
+        )
       const done = (promise: Promise<unknown> | undefined) =>
         void Promise.resolve(promise).catch((error: unknown) => {
           if (!res.headersSent) sendJson(res, 500, { error: error instanceof Error ? error.message : String(error) })
@@ -248,7 +290,18 @@ export const startHttpServer = (
         })
       if (route === "/mcp") return done(handleMcp(req, res))
       if (route === "/sse" || route === "/messages") return done(handleSse(req, res, url))
-      return done(handleRest(req, res, url, { context, readJsonBody, sendJson }))
+      return done(
+        dashboard.handle(req, res, url).then((handled) =>
+          handled
+            ? undefined
+            : handleRest(req, res, url, {
+                context,
+                readJsonBody,
+                sendJson,
+                ...(config.telemetry !== undefined ? { telemetry: config.telemetry } : {}),
+              }),
+        ),
+      )
     })
     server.requestTimeout = 0 // SSE and the Streamable HTTP GET stream stay open
 
@@ -257,6 +310,11 @@ export const startHttpServer = (
       const url = new URL(req.url ?? "/", "http://localhost")
       const refuse = (status: number, message: string) => {
         socket.end(`HTTP/1.1 ${status} ${message}\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n${message}\n`)
+      }
+      if (url.pathname === "/events") {
+        const refused = refusal(req, false) ?? (dashboard.mayUseApi(req) ? undefined : ([401, "Unauthorized"] as const))
+        if (refused !== undefined) return refuse(refused[0], refused[1])
+        return dashboard.upgrade(req, socket, head)
       }
       if (url.pathname !== "/ws") return refuse(404, "Not Found")
       const refused = refusal(req, url.searchParams.get("token") !== config.token)
@@ -277,13 +335,27 @@ export const startHttpServer = (
     })
     const port = () => (server.address() as AddressInfo).port
 
+    /**
+     * Answers what was already received (within `shutdownGraceMs`), then closes everything. It
+     * keeps listening while it drains: a Streamable HTTP client answers the server's own requests
+     * (roots/list) with new POSTs, and an in-flight tool call may be waiting for one.
+     */
     const close = async () => {
-      for (const client of wss.clients) client.terminate()
+      await drain.drain(shutdownGraceMs)
+      dashboard.close()
+      const stopped = new Promise<void>((resolve) => server.close(() => resolve()))
+      for (const client of wss.clients) client.close(1001, "the mnemos daemon is shutting down")
       await Promise.all([...sessionScopes].map((scope) => Effect.runPromise(Scope.close(scope, Exit.void))))
       sessionScopes.clear()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
+      for (const client of wss.clients) client.terminate()
       server.closeAllConnections()
+      await stopped
     }
     yield* Effect.addFinalizer(() => Effect.promise(close))
-    return { port: port(), sessions: () => sessionScopes.size, close } satisfies RunningHttpServer
+    return {
+      port: port(),
+      sessions: () => sessionScopes.size,
+      dashboardLoginToken: dashboard.mintLoginToken,
+      close,
+    } satisfies RunningHttpServer
   })

@@ -145,7 +145,8 @@ export const runShim = async (config: ShimConfig): Promise<void> => {
     const host = recorded?.host ?? config.host ?? defaultHost
     const port = recorded?.port ?? config.port ?? defaultPort
     const answer = await ping(host, port)
-    if (answer !== undefined && answer.dataDir === config.dataDir) return { host, port }
+    // With --no-start the daemon may be remote (another machine's data directory): any mnemos answers.
+    if (answer !== undefined && (answer.dataDir === config.dataDir || config.autoStart === false)) return { host, port }
     if (config.autoStart === false) return undefined
     const wanted = { host: config.host ?? defaultHost, port: config.port ?? defaultPort }
     const occupant = await ping(wanted.host, wanted.port)

@@ -53,7 +53,9 @@ const seedGraph = async () => {
 
 beforeAll(async () => {
   console.log(`MalformedArguments: fast-check seed ${seed}, ${numRuns} runs per tool (rerun with FC_SEED=${seed})`)
-  server = await startMnemos()
+  // The graph toolset (issue 3's scope); every other toolset has its own argument fuzz tests, and
+  // editor tools would reach a developer's real Neovim or clipboard.
+  server = await startMnemos(undefined, ["--toolsets", "graph"])
   tools = (await server.client.listTools()).tools
   await seedGraph()
 })

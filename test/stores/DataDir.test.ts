@@ -52,9 +52,13 @@ describe("the data directory lock", () => {
 
   it("refuses a second process, naming the owner's pid, and exits that process non-zero", async () => {
     const dir = tempDir()
-    const holder = spawn(process.execPath, ["--import", "tsx", "src/cli.ts", "serve", "--data-dir", dir, "--port", "0"], {
-      stdio: ["ignore", "pipe", "pipe"],
-    })
+    const holder = spawn(
+      process.execPath,
+      ["--import", "tsx", "src/cli.ts", "serve", "--data-dir", dir, "--port", "0"],
+      {
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    )
     try {
       await new Promise<void>((resolve, reject) => {
         let output = ""
@@ -64,11 +68,15 @@ describe("the data directory lock", () => {
         })
         holder.once("exit", (code) => reject(new Error(`the first daemon exited early (${code})`)))
       })
-      const second = spawnSync(process.execPath, ["--import", "tsx", "src/cli.ts", "serve", "--stdio", "--data-dir", dir], {
-        input: "",
-        encoding: "utf8",
-        timeout: 60_000,
-      })
+      const second = spawnSync(
+        process.execPath,
+        ["--import", "tsx", "src/cli.ts", "serve", "--stdio", "--data-dir", dir],
+        {
+          input: "",
+          encoding: "utf8",
+          timeout: 60_000,
+        },
+      )
       expect(second.status).toBe(1)
       expect(second.stderr).toContain(`in use by mnemos process ${holder.pid}`)
     } finally {
@@ -89,7 +97,10 @@ describe("the data directory lock", () => {
       Effect.scoped(
         Effect.gen(function* () {
           yield* lockDataDir(dir, "successor")
-          expect(JSON.parse(readFileSync(join(dir, lockFileName), "utf8"))).toMatchObject({ pid: process.pid, command: "successor" })
+          expect(JSON.parse(readFileSync(join(dir, lockFileName), "utf8"))).toMatchObject({
+            pid: process.pid,
+            command: "successor",
+          })
         }),
       ),
     )

@@ -10,13 +10,13 @@ export const KvCommand = Schema.Union([
   Schema.TaggedStruct("Put", { key: Schema.String, value: Schema.String }),
   Schema.TaggedStruct("Delete", { key: Schema.String }),
   Schema.TaggedStruct("Poison", {}),
-  Schema.TaggedStruct("Reject", {})
+  Schema.TaggedStruct("Reject", {}),
 ])
 export type KvCommand = typeof KvCommand.Type
 
 export const KvEvent = Schema.Union([
   Schema.TaggedStruct("Stored", { key: Schema.String, value: Schema.String, at: Schema.Number }),
-  Schema.TaggedStruct("Deleted", { key: Schema.String })
+  Schema.TaggedStruct("Deleted", { key: Schema.String }),
 ])
 export type KvEvent = typeof KvEvent.Type
 
@@ -24,7 +24,9 @@ export class KvRejected extends Schema.TaggedError<KvRejected>()("KvRejected", {
 
 const keyOf = (key: string) => `kv:${key}`
 
-export const kvStore = (name = "kv"): StoreDefinition<KvCommand, KvEvent, { readonly changed: boolean }, KvRejected> => ({
+export const kvStore = (
+  name = "kv",
+): StoreDefinition<KvCommand, KvEvent, { readonly changed: boolean }, KvRejected> => ({
   name,
   commandSchema: KvCommand,
   eventSchema: KvEvent,
@@ -33,7 +35,7 @@ export const kvStore = (name = "kv"): StoreDefinition<KvCommand, KvEvent, { read
       case "Put":
         return Result.succeed({
           events: [{ _tag: "Stored", key: command.key, value: command.value, at: context.now }],
-          reply: { changed: (state.get(keyOf(command.key)) as { value: string } | undefined)?.value !== command.value }
+          reply: { changed: (state.get(keyOf(command.key)) as { value: string } | undefined)?.value !== command.value },
         })
       case "Delete":
         return state.get(keyOf(command.key)) === undefined
@@ -48,12 +50,13 @@ export const kvStore = (name = "kv"): StoreDefinition<KvCommand, KvEvent, { read
   apply: (event, state) => {
     if (event._tag === "Stored") state.put(keyOf(event.key), { value: event.value, at: event.at })
     else state.remove(keyOf(event.key))
-  }
+  },
 })
 
 /** Every key/value pair, read from a store view. */
 export const readAll = (view: import("../../src/stores/Checkpoint.ts").StoreView): Record<string, string> => {
   const out: Record<string, string> = {}
-  for (const { key, value } of view.getRange({ start: "kv:", end: "kv;" })) out[key.slice(3)] = (value as { value: string }).value
+  for (const { key, value } of view.getRange({ start: "kv:", end: "kv;" }))
+    out[key.slice(3)] = (value as { value: string }).value
   return out
 }

@@ -242,7 +242,10 @@ export class SimulatedDisk {
           const [f, t] = [split(from), split(to)]
           const inode = this.lookup(f.p)
           if (!inode || !this.dirs.has(t.dir)) return fsError("NotFound", "rename", f.p, `cannot rename to ${t.p}`)
-          const [unlink, link] = [{ dir: f.dir, name: f.name, inode: undefined }, { dir: t.dir, name: t.name, inode }]
+          const [unlink, link] = [
+            { dir: f.dir, name: f.name, inode: undefined },
+            { dir: t.dir, name: t.name, inode },
+          ]
           if (f.p !== t.p) this.link([unlink, link])
         }),
       syncDir: (dir) =>
@@ -259,7 +262,7 @@ export class SimulatedDisk {
           }
           this.pending = this.pending.filter((op) => op.changes.length > 0)
           this.stats.syncDirs++
-        })
+        }),
     })
   }
 
@@ -312,7 +315,7 @@ export class SimulatedDisk {
         use("read", false, () =>
           isOffset(offset) && isOffset(length)
             ? inode.written.bytes.slice(offset, Math.max(offset, Math.min(offset + length, inode.written.size)))
-            : invalid("read")
+            : invalid("read"),
         ),
       write: (offset, bytes) => {
         const apply = () => {
@@ -333,7 +336,7 @@ export class SimulatedDisk {
       close: () =>
         Effect.sync(() => {
           closed = true
-        })
+        }),
     }
   }
 

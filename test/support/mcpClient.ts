@@ -119,10 +119,13 @@ const connect = async (
 }
 
 /** Starts mnemos on `dataDir` (a fresh temporary directory when omitted). */
-export const startMnemos = (dataDir: string = tempDir("mnemos-mcp-")): Promise<McpServerProcess> =>
+export const startMnemos = (
+  dataDir: string = tempDir("mnemos-mcp-"),
+  extraArgs: ReadonlyArray<string> = [],
+): Promise<McpServerProcess> =>
   connect("mnemos", dataDir, {
     command: process.execPath,
-    args: ["--import", "tsx", join(repoRoot, "src", "cli.ts"), "serve", "--stdio", "--data-dir", dataDir],
+    args: ["--import", "tsx", join(repoRoot, "src", "cli.ts"), "serve", "--stdio", "--data-dir", dataDir, ...extraArgs],
   })
 
 /** Starts the official memory server on `memoryFile` (a fresh temporary file when omitted). */
