@@ -1,7 +1,5 @@
 /**
- * Bugs found outside the conversations store while building it, each shown by a test that fails
- * while the bug is there. They are marked `it.fails` so CI stays green; when a bug is fixed its
- * test starts "failing" (vitest reports the unexpected pass): turn `it.fails` into `it` then.
+ * Regression tests for two kernel bugs found while building the conversations store (both fixed):
  *
  * 1. LMDB keys with U+0000..U+0004 (src/stores/Checkpoint.ts + src/graph/GraphKeys.ts). lmdb-js's
  *    key encoding (ordered-binary 1.6) escapes characters <= U+0004 in string keys shorter than 64
