@@ -8,10 +8,10 @@
  * commit and no history; a detached HEAD has a commit but no branch; a directory outside any
  * repository is `NotARepository`.
  */
-import { execFile } from "node:child_process"
 import { statSync } from "node:fs"
 import { dirname, isAbsolute } from "node:path"
 import { Effect, Schema } from "effect"
+import { runGit } from "../git/Git.ts"
 
 /** How long one git command may run. */
 export const worktreeGitTimeoutMs = 5_000
@@ -66,35 +66,11 @@ export class WorktreeError extends Schema.TaggedError<WorktreeError>()("Worktree
   message: Schema.String,
 }) {}
 
-interface GitRun {
-  readonly ok: boolean
-  readonly stdout: string
-  readonly stderr: string
-}
-
-const gitEnvironment = (): NodeJS.ProcessEnv => {
-  const env: NodeJS.ProcessEnv = { ...process.env, GIT_OPTIONAL_LOCKS: "0", GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" }
-  for (const name of ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES"])
-    delete env[name]
-  return env
-}
-
-/** Runs `git -C directory ...args`; a non-zero exit is `ok: false`; a spawn failure or timeout fails. */
+/** Runs git in `directory`; a failure to run it is this module's error. */
 const git = (directory: string, args: ReadonlyArray<string>) =>
-  Effect.callback<GitRun, WorktreeError>((resume) => {
-    const child = execFile(
-      "git",
-      ["-C", directory, ...args],
-      { timeout: worktreeGitTimeoutMs, maxBuffer: worktreeGitOutputBytesMax, env: gitEnvironment(), encoding: "utf8" },
-      (error, stdout, stderr) => {
-        if (error === null) return resume(Effect.succeed({ ok: true, stdout, stderr }))
-        if (typeof error.code === "number") return resume(Effect.succeed({ ok: false, stdout, stderr }))
-        const why = error.killed ? `timed out after ${worktreeGitTimeoutMs} ms` : error.message
-        resume(Effect.fail(new WorktreeError({ directory, reason: "GitFailed", message: `git ${args[0]}: ${why}` })))
-      },
-    )
-    return Effect.sync(() => void child.kill())
-  })
+  runGit(directory, args, { timeoutMs: worktreeGitTimeoutMs, outputBytesMax: worktreeGitOutputBytesMax }).pipe(
+    Effect.mapError((error) => new WorktreeError({ directory, reason: "GitFailed", message: error.message })),
+  )
 
 const stateOf = (staged: string, unstaged: string): DirtyFile["state"] => {
   const pair = staged + unstaged

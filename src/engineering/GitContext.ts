@@ -9,10 +9,10 @@
  * fsmonitor hook) and runs only rev-parse, symbolic-ref and log, so reading context never
  * changes the repository or runs a hook the repository configures.
  */
-import { execFile } from "node:child_process"
 import { statSync } from "node:fs"
 import { isAbsolute } from "node:path"
 import { Effect, Schema } from "effect"
+import { runGit } from "../git/Git.ts"
 
 /** How long one git command may run. */
 export const gitCommandTimeoutMs = 5_000
@@ -38,35 +38,11 @@ export class GitContextUnavailable extends Schema.TaggedError<GitContextUnavaila
   message: Schema.String,
 }) {}
 
-interface GitRun {
-  readonly ok: boolean
-  readonly stdout: string
-  readonly stderr: string
-}
-
-const gitEnvironment = (): NodeJS.ProcessEnv => {
-  const env: NodeJS.ProcessEnv = { ...process.env, GIT_OPTIONAL_LOCKS: "0", GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" }
-  for (const name of ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES"])
-    delete env[name]
-  return env
-}
-
-/** Runs `git -C directory ...args`; a non-zero exit is `ok: false`, a spawn failure or timeout fails. */
-const runGit = (directory: string, args: ReadonlyArray<string>) =>
-  Effect.callback<GitRun, GitContextUnavailable>((resume) => {
-    const child = execFile(
-      "git",
-      ["-c", "core.fsmonitor=false", "-C", directory, ...args],
-      { timeout: gitCommandTimeoutMs, maxBuffer: gitOutputBytesMax, env: gitEnvironment(), encoding: "utf8" },
-      (error, stdout, stderr) => {
-        if (error === null) return resume(Effect.succeed({ ok: true, stdout, stderr }))
-        if (typeof error.code === "number") return resume(Effect.succeed({ ok: false, stdout, stderr }))
-        const why = error.killed ? `timed out after ${gitCommandTimeoutMs} ms` : error.message
-        resume(Effect.fail(new GitContextUnavailable({ directory, reason: "GitFailed", message: `git ${why}` })))
-      },
-    )
-    return Effect.sync(() => void child.kill())
-  })
+/** Runs git in `directory`; a failure to run it is this module's error. */
+const gitIn = (directory: string, args: ReadonlyArray<string>) =>
+  runGit(directory, args, { timeoutMs: gitCommandTimeoutMs, outputBytesMax: gitOutputBytesMax }).pipe(
+    Effect.mapError((error) => new GitContextUnavailable({ directory, reason: "GitFailed", message: error.message })),
+  )
 
 const isDirectory = (path: string): boolean => {
   try {
@@ -85,7 +61,7 @@ export const readGitContext = (directory: string): Effect.Effect<GitInfo, GitCon
         reason: "NoDirectory",
         message: `${directory} is not an absolute path to a directory on the server's machine`,
       })
-    const top = yield* runGit(directory, ["rev-parse", "--show-toplevel"])
+    const top = yield* gitIn(directory, ["rev-parse", "--show-toplevel"])
     if (!top.ok) {
       const notRepo = /not a git repository/i.test(top.stderr)
       return yield* new GitContextUnavailable({
@@ -96,8 +72,8 @@ export const readGitContext = (directory: string): Effect.Effect<GitInfo, GitCon
     }
     const [branch, head] = yield* Effect.all(
       [
-        runGit(directory, ["symbolic-ref", "--quiet", "--short", "HEAD"]),
-        runGit(directory, ["log", "-1", "--format=%H%n%B"]),
+        gitIn(directory, ["symbolic-ref", "--quiet", "--short", "HEAD"]),
+        gitIn(directory, ["log", "-1", "--format=%H%n%B"]),
       ],
       { concurrency: 2 },
     )
