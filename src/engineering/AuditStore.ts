@@ -28,6 +28,8 @@ import type { StoreDefinition } from "../stores/StoreDefinition.ts"
 export const auditAppendEntriesMax = 1_000
 /** Longest summary kept, in UTF-16 code units. */
 export const auditSummaryCharsMax = 500
+/** The action of the entry recorded when an MCP session starts (who connected, over what). */
+export const sessionAction = "session_start"
 /** The project of ledger-wide entries (gaps); `project: "*"` queries every project. */
 export const allProjectsMarker = "*"
 
@@ -92,6 +94,11 @@ const decide = (command: AuditCommand, state: StoreView, context: { readonly now
   const cursors = new Map<string, number | undefined>()
   const entries: Array<AuditEntry> = []
   for (const input of command.entries) {
+    // A session opening is not an event of a store: no source to de-duplicate, no gap to find.
+    if (input.action === sessionAction) {
+      entries.push({ seq: next++, ...input, summary: input.summary.slice(0, auditSummaryCharsMax) })
+      continue
+    }
     const source = sourceKey(input.store, input.sourceSeq)
     if (seen.has(source) || state.get(source) !== undefined) continue
     seen.add(source)
@@ -126,7 +133,7 @@ const apply = (event: AuditEvent, state: StoreWriter): void => {
   for (const entry of event.entries) {
     state.put(entryKey(entry.seq), entry)
     state.put(projectEntryKey(entry.project, entry.seq), entry.seq)
-    if (entry.action !== "gap") {
+    if (entry.action !== "gap" && entry.action !== sessionAction) {
       state.put(sourceKey(entry.store, entry.sourceSeq), entry.seq)
       const cursor = state.get(cursorKey(entry.store)) as number | undefined
       if (cursor === undefined || entry.sourceSeq > cursor) state.put(cursorKey(entry.store), entry.sourceSeq)

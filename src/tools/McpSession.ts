@@ -36,6 +36,7 @@ import { EventBus } from "../actors/EventBus.ts"
 import { Router } from "../actors/Router.ts"
 import { buildInfo } from "../cli/BuildInfo.ts"
 import type { AuditLedger } from "../engineering/AuditLedger.ts"
+import { allProjectsMarker, auditStore, sessionAction } from "../engineering/AuditStore.ts"
 import { readGraph } from "../graph/GraphQueries.ts"
 import type { GraphSearch } from "../graph/GraphSearch.ts"
 import { type GraphEvent, graphStore } from "../graph/GraphStore.ts"
@@ -166,6 +167,33 @@ export const startSession = (
     server.setNotificationHandler(RootsListChangedNotificationSchema, async () => {
       projectPromise = resolveProject()
     })
+
+    // Who connected, over which transport: one audit entry per session (when the engine keeps a ledger).
+    server.oninitialized = () => {
+      const client = server.getClientVersion()
+      const who = `${client?.name ?? "unknown"}/${client?.version ?? "?"}`
+      void run(
+        Effect.gen(function* () {
+          const router = yield* Router
+          const ledger = yield* Effect.try(() => router.store(auditStore))
+          yield* ledger.send({
+            _tag: "Append",
+            entries: [
+              {
+                store: "session",
+                sourceSeq: 0,
+                at: Date.now(),
+                project: allProjectsMarker,
+                who,
+                tool: options.transport,
+                action: sessionAction,
+                summary: `MCP session started by ${who} over ${options.transport}${options.clientId !== undefined ? ` (client id ${options.clientId})` : ""}`,
+              },
+            ],
+          })
+        }),
+      )
+    }
 
     const caller = async (requestId: string | number): Promise<ToolCaller> => {
       const client = server.getClientVersion()
