@@ -8,37 +8,15 @@
  * resync, so views re-read what they show: events missed while away are never assumed. A
  * connection silent for `silenceMsMax` (the daemon pings every 10 s) counts as dead.
  */
+
 import { ApiFailure, api, onUnauthorized } from "./api.ts"
+import type { LiveEvent } from "./LiveEvent.ts"
 
 export const retryDelayMsMin = 500
 export const retryDelayMsMax = 5_000
 export const silenceMsMax = 25_000
 
-/** A committed event as the daemon sends it (see src/transports/DashboardEvents.ts). */
-export interface LiveEvent {
-  readonly store: string
-  readonly seq: number
-  readonly at: number
-  readonly tag: string
-  readonly project?: string
-  readonly graph?: {
-    readonly entities?: ReadonlyArray<{ readonly name: string; readonly type: string; readonly observations: number }>
-    readonly relations?: ReadonlyArray<{ readonly from: string; readonly to: string; readonly type: string }>
-    readonly removed?: ReadonlyArray<string>
-    readonly observed?: ReadonlyArray<{ readonly name: string; readonly delta: number }>
-    readonly relationsRemoved?: ReadonlyArray<{ readonly from: string; readonly to: string; readonly type: string }>
-    readonly partial?: boolean
-  }
-  readonly record?: {
-    readonly change: string
-    readonly kind: string
-    readonly id: string
-    readonly title: string
-    readonly tool: string
-    readonly by: string
-    readonly status?: string
-  }
-}
+export type { LiveEvent }
 
 export type ConnectionStatus = "connecting" | "live" | "offline" | "locked"
 

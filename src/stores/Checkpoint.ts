@@ -136,7 +136,9 @@ export const openCheckpoint = (path: string): Effect.Effect<Checkpoint, Checkpoi
             else void data.put(encodeKey(key), value)
           }
           void meta.put(metaSalt, salt)
-          return meta.put(metaAppliedSeq, appliedSeq).then(() => undefined)
+          // Renew the read snapshot before anyone learns of the commit: the pending layer is dropped
+          // on resolution, and a read through an older snapshot would then miss the batch.
+          return meta.put(metaAppliedSeq, appliedSeq).then(() => env.resetReadTxn())
         },
         commitWith: (write, appliedSeq, salt) =>
           env.transactionSync(() => {

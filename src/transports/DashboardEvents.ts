@@ -16,9 +16,11 @@
  * Messages, all JSON: `{type:"hello", at}` first, then `{type:"events", events}`,
  * `{type:"resync", reason}` and `{type:"ping", at}`.
  */
+
 import { Effect, PubSub, type Scope } from "effect"
 import { WebSocket, WebSocketServer } from "ws"
 import { type CommittedEvent, EventBus } from "../actors/EventBus.ts"
+import type { LiveEvent } from "../dashboard/LiveEvent.ts"
 import type { GraphEvent } from "../graph/GraphStore.ts"
 
 /** How often queued events are sent. */
@@ -37,35 +39,6 @@ export const liveClientsMax = 64
 export const rateWindowSeconds = 600
 /** The store whose events mirror every other store's; it is not counted as writes. */
 const auditStoreName = "audit"
-
-/** A committed event as the dashboard sees it. */
-export interface LiveEvent {
-  readonly store: string
-  readonly seq: number
-  readonly at: number
-  readonly tag: string
-  readonly project?: string
-  /** Graph changes: what appeared or went. */
-  readonly graph?: {
-    readonly entities?: ReadonlyArray<{ readonly name: string; readonly type: string; readonly observations: number }>
-    readonly relations?: ReadonlyArray<{ readonly from: string; readonly to: string; readonly type: string }>
-    readonly removed?: ReadonlyArray<string>
-    readonly observed?: ReadonlyArray<{ readonly name: string; readonly delta: number }>
-    readonly relationsRemoved?: ReadonlyArray<{ readonly from: string; readonly to: string; readonly type: string }>
-    /** More changed than listed (or a merge): re-read the graph. */
-    readonly partial?: boolean
-  }
-  /** Record stores (tasks, notes, gates, ...): which record changed. */
-  readonly record?: {
-    readonly change: string
-    readonly kind: string
-    readonly id: string
-    readonly title: string
-    readonly tool: string
-    readonly by: string
-    readonly status?: string
-  }
-}
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null
 const stringOf = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined)
@@ -113,6 +86,8 @@ const graphDetails = (event: GraphEvent): LiveEvent["graph"] => {
 }
 
 /** Cuts a committed event down to what the dashboard shows. */
+export type { LiveEvent }
+
 export const liveEventOf = (committed: CommittedEvent): LiveEvent => {
   const event = isRecord(committed.event) ? committed.event : {}
   const tag = stringOf(event._tag) ?? "event"

@@ -298,6 +298,8 @@ describe("search", () => {
   it("shows ranked hits, each with its score breakdown", async () => {
     await shortcut("/")
     await page.getByRole("heading", { name: "Search", exact: true }).waitFor()
+    // "/" focuses the search box once the view has rendered (a frame after the heading appears).
+    await page.waitForFunction(() => document.activeElement?.id === "omni-search", undefined, { timeout: 5_000 })
     expect(await page.evaluate(() => document.activeElement?.id)).toBe("omni-search")
     await page.keyboard.type("idempotency retries")
     const hits = page.getByTestId("hit")
