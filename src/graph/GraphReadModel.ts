@@ -10,7 +10,7 @@
  */
 import type { StoreView } from "../stores/Checkpoint.ts"
 import {
-  entitiesByName,
+  entitiesInOrder,
   type GraphEntityRecord,
   type GraphRelationRecord,
   relationKey,
@@ -45,14 +45,20 @@ export class ProjectReadModel {
   private readonly index = new SubstringIndex<string>()
   private readonly entities = new Map<string, CachedEntity>()
   private readonly relations = new Map<string, CachedRelation>()
-  private readonly adjacency = new Map<string, Set<string>>()
+  private readonly relationsByOrder = new Map<number, Relation>()
+  /** Name → creation orders of the relations touching it (numbers: cheap to hash and to sort). */
+  private readonly adjacency = new Map<string, Set<number>>()
 
   private constructor(private readonly project: string) {}
 
   /** Builds the model of `project` from the store's current state. */
   static build(view: StoreView, project: string): ProjectReadModel {
     const model = new ProjectReadModel(project)
-    for (const { value } of view.getRange(entitiesByName(project))) model.putEntity(value as GraphEntityRecord)
+    // In creation order, so the index's slots (insertion order) are creation order too.
+    for (const { value } of view.getRange(entitiesInOrder(project))) {
+      const entity = getEntity(view, project, value as string)
+      if (entity !== undefined) model.putEntity(entity)
+    }
     for (const { value } of view.getRange(relationsInOrder(project))) {
       const relation = view.get(value as string) as GraphRelationRecord | undefined
       if (relation !== undefined) model.putRelation(value as string, relation)
@@ -81,14 +87,26 @@ export class ProjectReadModel {
 
   /** search_nodes: matching entities in creation order, and every relation touching one of them. */
   search(query: string): KnowledgeGraph {
-    const found = this.index
-      .search(query)
-      .flatMap((name) => this.entities.get(name) ?? [])
-      .sort((a, b) => a.order - b.order)
-    const keys = new Set<string>()
-    for (const { entity } of found) for (const key of this.adjacency.get(entity.name) ?? []) keys.add(key)
-    const relations = [...keys].flatMap((key) => this.relations.get(key) ?? []).sort((a, b) => a.order - b.order)
-    return { entities: found.map(({ entity }) => entity), relations: relations.map(({ relation }) => relation) }
+    // The index answers in insertion order, which is creation order (entities are indexed in
+    // creation order and a re-created one is appended); sort only if that ever does not hold.
+    const found: Array<CachedEntity> = []
+    let inOrder = true
+    for (const name of this.index.search(query)) {
+      const cached = this.entities.get(name)
+      if (cached === undefined) continue
+      if (found.length > 0 && cached.order < found[found.length - 1]!.order) inOrder = false
+      found.push(cached)
+    }
+    if (!inOrder) found.sort((a, b) => a.order - b.order)
+    const orders = new Set<number>()
+    for (const { entity } of found) {
+      const touching = this.adjacency.get(entity.name)
+      if (touching !== undefined) for (const order of touching) orders.add(order)
+    }
+    const sortedOrders = Float64Array.from(orders).sort()
+    const relations: Array<Relation> = []
+    for (const order of sortedOrders) relations.push(this.relationsByOrder.get(order)!)
+    return { entities: found.map(({ entity }) => entity), relations }
   }
 
   private affectedRelations(view: StoreView, event: GraphEvent, names: ReadonlyArray<string>): Set<string> {
@@ -100,7 +118,11 @@ export class ProjectReadModel {
     if (event._tag === "EntitiesDeleted" || event._tag === "EntitiesMerged") {
       // Cascades and rewiring: every relation that touched these names before, and every one now.
       for (const name of names) {
-        for (const key of this.adjacency.get(name) ?? []) keys.add(key)
+        for (const order of this.adjacency.get(name) ?? []) {
+          const relation = this.relationsByOrder.get(order)
+          if (relation !== undefined)
+            keys.add(relationKey(this.project, relation.from, relation.to, relation.relationType))
+        }
         for (const { key } of view.getRange(relationsFrom(this.project, name))) keys.add(key)
         for (const { key } of view.getRange(relationsTo(this.project, name))) keys.add(relationKeyOfIncoming(key))
       }
@@ -126,10 +148,11 @@ export class ProjectReadModel {
   private putRelation(key: string, record: GraphRelationRecord): void {
     const relation: Relation = { from: record.from, to: record.to, relationType: record.relationType }
     this.relations.set(key, { relation, order: record.order })
+    this.relationsByOrder.set(record.order, relation)
     for (const end of [record.from, record.to]) {
-      const keys = this.adjacency.get(end) ?? new Set<string>()
-      keys.add(key)
-      this.adjacency.set(end, keys)
+      const orders = this.adjacency.get(end) ?? new Set<number>()
+      orders.add(record.order)
+      this.adjacency.set(end, orders)
     }
   }
 
@@ -137,10 +160,11 @@ export class ProjectReadModel {
     const cached = this.relations.get(key)
     if (cached === undefined) return
     this.relations.delete(key)
+    this.relationsByOrder.delete(cached.order)
     for (const end of [cached.relation.from, cached.relation.to]) {
-      const keys = this.adjacency.get(end)
-      keys?.delete(key)
-      if (keys?.size === 0) this.adjacency.delete(end)
+      const orders = this.adjacency.get(end)
+      orders?.delete(cached.order)
+      if (orders?.size === 0) this.adjacency.delete(end)
     }
   }
 }

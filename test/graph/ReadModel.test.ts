@@ -1,0 +1,101 @@
+/**
+ * search_nodes through the in-memory read model (GraphSearch) equals a scan of the store after
+ * any sequence of graph commands — creates, observations, relations, deletes and merges — because
+ * the model re-reads exactly what each committed event touched.
+ */
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect } from "effect"
+import fc from "fast-check"
+import { afterAll, describe, expect, it } from "vitest"
+import { Router } from "../../src/actors/Router.ts"
+import * as Engine from "../../src/Engine.ts"
+import { searchNodesByScan } from "../../src/graph/GraphQueries.ts"
+import { GraphSearch } from "../../src/graph/GraphSearch.ts"
+import { type GraphCommand, graphStore } from "../../src/graph/GraphStore.ts"
+
+const dirs: Array<string> = []
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
+})
+
+const project = "p"
+const name = fc.constantFrom("alpha", "Beta", "gamma ray", "delta", "Épsilon", "zeta-7")
+const word = fc.constantFrom("red", "RED", "blue", "green ale", "ß", "İstanbul", "x")
+const command: fc.Arbitrary<GraphCommand> = fc.oneof(
+  fc.record({
+    _tag: fc.constant("CreateEntities" as const),
+    project: fc.constant(project),
+    entities: fc.array(fc.record({ name, entityType: word, observations: fc.array(word, { maxLength: 3 }) }), {
+      minLength: 1,
+      maxLength: 3,
+    }),
+  }),
+  fc.record({
+    _tag: fc.constant("CreateRelations" as const),
+    project: fc.constant(project),
+    relations: fc.array(fc.record({ from: name, to: name, relationType: word }), { minLength: 1, maxLength: 3 }),
+  }),
+  fc.record({
+    _tag: fc.constant("AddObservations" as const),
+    project: fc.constant(project),
+    observations: fc.array(fc.record({ entityName: name, contents: fc.array(word, { maxLength: 2 }) }), {
+      minLength: 1,
+      maxLength: 2,
+    }),
+  }),
+  fc.record({
+    _tag: fc.constant("DeleteEntities" as const),
+    project: fc.constant(project),
+    entityNames: fc.array(name, { maxLength: 2 }),
+  }),
+  fc.record({
+    _tag: fc.constant("DeleteObservations" as const),
+    project: fc.constant(project),
+    deletions: fc.array(fc.record({ entityName: name, observations: fc.array(word, { maxLength: 2 }) }), {
+      maxLength: 2,
+    }),
+  }),
+  fc.record({
+    _tag: fc.constant("DeleteRelations" as const),
+    project: fc.constant(project),
+    relations: fc.array(fc.record({ from: name, to: name, relationType: word }), { maxLength: 2 }),
+  }),
+  fc.record({
+    _tag: fc.constant("MergeEntities" as const),
+    project: fc.constant(project),
+    target: name,
+    sources: fc.array(name, { maxLength: 2 }),
+  }),
+)
+const query = fc.oneof(word, name, fc.constantFrom("", "e", "A", "ray", "zz"))
+
+describe("the graph read model", () => {
+  it("answers search_nodes exactly as a scan of the store, after any command sequence", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(command, { minLength: 1, maxLength: 25 }),
+        fc.array(query, { minLength: 1, maxLength: 6 }),
+        async (commands, queries) => {
+          const dataDir = mkdtempSync(join(tmpdir(), "mnemos-readmodel-"))
+          dirs.push(dataDir)
+          await Effect.runPromise(
+            Effect.gen(function* () {
+              const store = (yield* Router).store(graphStore)
+              const search = yield* GraphSearch
+              yield* search.searchNodes(project, "") // build the model first, then keep it current from events
+              for (const next of commands) yield* Effect.exit(store.send(next))
+              for (const text of queries) {
+                const fromModel = yield* search.searchNodes(project, text)
+                const fromScan = yield* store.read((view) => searchNodesByScan(view, project, text))
+                expect(fromModel).toEqual(fromScan)
+              }
+            }).pipe(Effect.provide(Engine.layer({ dataDir, command: "test", search: { worker: false } }))),
+          )
+        },
+      ),
+      { numRuns: 25 },
+    )
+  })
+})
