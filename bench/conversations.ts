@@ -20,6 +20,7 @@ import { Effect, Exit, Layer, Schema, Scope } from "effect"
 import * as Engine from "../src/Engine.ts"
 import { conversationTools } from "../src/tools/ConversationTools.ts"
 import type { ToolCaller } from "../src/tools/Tool.ts"
+import { seededRandom, zipfSampler } from "./Random.ts"
 import { type BenchSuite, quantile, round } from "./Table.ts"
 
 const writersInFlight = 64
@@ -27,18 +28,6 @@ const sessions = 1_000
 const vocabularyWords = 20_000
 const caller: ToolCaller = { project: "default", client: "bench" }
 const japanese = ["データベース", "設計", "決定", "会議", "移行", "性能", "障害", "検索"]
-
-/** mulberry32: a small seeded PRNG returning floats in [0, 1). */
-const seededRandom = (seed: number) => {
-  let state = seed >>> 0
-  return (): number => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 /** The deterministic corpus: messages by index, and queries. */
 export const corpus = (seed: number) => {
@@ -53,22 +42,7 @@ export const corpus = (seed: number) => {
           "",
         ),
   )
-  const cumulative: Array<number> = []
-  vocabulary.reduce((sum, _, rank) => {
-    cumulative.push(sum + 1 / (rank + 1))
-    return sum + 1 / (rank + 1)
-  }, 0)
-  const zipfWord = () => {
-    const target = random() * cumulative[cumulative.length - 1]!
-    let low = 0
-    let high = cumulative.length - 1
-    while (low < high) {
-      const middle = (low + high) >>> 1
-      if (cumulative[middle]! < target) low = middle + 1
-      else high = middle
-    }
-    return vocabulary[low]!
-  }
+  const zipfWord = zipfSampler(vocabulary, random)
   const message = (index: number) => ({
     session_id: `session-${index % sessions}`,
     role: index % 2 === 0 ? "user" : "assistant",

@@ -34,24 +34,13 @@ import {
   startOfficial,
   stop,
 } from "../test/support/mcpClient.ts"
+import { seededRandom } from "./Random.ts"
 import { benchmarkSearchNodes } from "./searchNodes.ts"
 import { type BenchSuite, quantile, round } from "./Table.ts"
 
 const batchSize = 10
 const observationsPerEntity = 3
 const namesPerOpen = 5
-
-/** mulberry32: a small seeded PRNG with floats in [0, 1). */
-const seededRandom = (seed: number) => {
-  let state = seed >>> 0
-  return (): number => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 interface Entity {
   readonly name: string

@@ -29,19 +29,8 @@ import { SearchIndex } from "../src/search/SearchIndex.ts"
 import { loadStaticModel } from "../src/search/StaticModel.ts"
 import { engineeringWords } from "../src/search/StaticModelBuild.ts"
 import { searchTools } from "../src/tools/SearchTools.ts"
+import { seededRandom } from "./Random.ts"
 import { type BenchSuite, quantile, round } from "./Table.ts"
-
-/** mulberry32: a small seeded PRNG with floats in [0, 1). */
-const seededRandom = (seed: number) => {
-  let state = seed >>> 0
-  return (): number => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 /** Words to write with: the model's 20k most frequent words and the software words, Zipf-sampled. */
 const vocabulary = (): Array<string> => {

@@ -11,6 +11,7 @@
  */
 import { performance } from "node:perf_hooks"
 import { SubstringIndex, type SubstringIndexStats, textsMatchQuery } from "../src/graph/SubstringIndex.ts"
+import { seededRandom, zipfSampler } from "./Random.ts"
 
 /** Knobs for `benchmarkSearchNodes`; defaults are the 100k-entity / 300k-observation target. */
 export interface SearchNodesBenchOptions {
@@ -70,18 +71,6 @@ const exoticWords = [
   "e\u0301clair",
 ]
 
-/** A small, fast, seeded PRNG (mulberry32) returning floats in [0, 1). */
-const seededRandom = (seed: number) => {
-  let state = seed >>> 0
-  return (): number => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
 const percentile = (sorted: ReadonlyArray<number>, fraction: number): number =>
   sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))]!
 
@@ -102,23 +91,7 @@ export const benchmarkSearchNodes = (options: SearchNodesBenchOptions = {}): Sea
     vocabulary.push(i % 997 === 500 ? pick(exoticWords) : word)
   }
   vocabulary.push(...exoticWords)
-  // Zipf (s = 1) over the vocabulary: the word of rank r has weight 1 / r.
-  const cumulative: Array<number> = []
-  vocabulary.reduce((sum, _, rank) => {
-    cumulative.push(sum + 1 / (rank + 1))
-    return sum + 1 / (rank + 1)
-  }, 0)
-  const zipfWord = () => {
-    const target = random() * cumulative[cumulative.length - 1]!
-    let low = 0
-    let high = cumulative.length - 1
-    while (low < high) {
-      const middle = (low + high) >>> 1
-      if (cumulative[middle]! < target) low = middle + 1
-      else high = middle
-    }
-    return vocabulary[low]!
-  }
+  const zipfWord = zipfSampler(vocabulary, random)
   const sentence = () => {
     const words = 5 + Math.floor(random() * 10)
     const parts: Array<string> = []

@@ -20,7 +20,7 @@ import {
   relationsTo,
 } from "./GraphKeys.ts"
 import { getEntity } from "./GraphQueries.ts"
-import type { GraphEvent } from "./GraphStore.ts"
+import { type GraphEvent, touchedEntities } from "./GraphStore.ts"
 import type { Entity, KnowledgeGraph, Relation } from "./Model.ts"
 import { SubstringIndex } from "./SubstringIndex.ts"
 
@@ -166,24 +166,5 @@ export class ProjectReadModel {
       orders?.delete(cached.order)
       if (orders?.size === 0) this.adjacency.delete(end)
     }
-  }
-}
-
-/** The entity names an event touched. */
-export const touchedEntities = (event: GraphEvent): ReadonlyArray<string> => {
-  switch (event._tag) {
-    case "EntitiesCreated":
-      return event.entities.map((entity) => entity.name)
-    case "ObservationsAdded":
-      return event.additions.map((addition) => addition.entityName)
-    case "ObservationsDeleted":
-      return event.deletions.map((deletion) => deletion.entityName)
-    case "EntitiesDeleted":
-      return event.names
-    case "EntitiesMerged":
-      return [event.target, ...event.sources]
-    case "RelationsCreated":
-    case "RelationsDeleted":
-      return []
   }
 }

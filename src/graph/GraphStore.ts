@@ -448,3 +448,22 @@ export const graphStore: StoreDefinition<GraphCommand, GraphEvent, GraphReply, G
   decide,
   apply,
 }
+
+/** The entity names an event touched. */
+export const touchedEntities = (event: GraphEvent): ReadonlyArray<string> => {
+  switch (event._tag) {
+    case "EntitiesCreated":
+      return event.entities.map((entity) => entity.name)
+    case "ObservationsAdded":
+      return event.additions.map((addition) => addition.entityName)
+    case "ObservationsDeleted":
+      return event.deletions.map((deletion) => deletion.entityName)
+    case "EntitiesDeleted":
+      return event.names
+    case "EntitiesMerged":
+      return [event.target, ...event.sources]
+    case "RelationsCreated":
+    case "RelationsDeleted":
+      return []
+  }
+}

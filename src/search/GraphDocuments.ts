@@ -9,7 +9,7 @@
  */
 import { allProjects, entitiesByName, type GraphEntityRecord, projectOfKey } from "../graph/GraphKeys.ts"
 import { getEntity } from "../graph/GraphQueries.ts"
-import { type GraphEvent, graphStore } from "../graph/GraphStore.ts"
+import { type GraphEvent, graphStore, touchedEntities } from "../graph/GraphStore.ts"
 import type { StoreView } from "../stores/Checkpoint.ts"
 import { type GroupDocuments, hashText, type SearchDocument, type SearchSource } from "./SearchDocument.ts"
 
@@ -47,25 +47,6 @@ export const entityDocuments = (entity: GraphEntityRecord): Array<SearchDocument
   ),
 ]
 
-/** The entity names an event touched. */
-const touchedNames = (event: GraphEvent): ReadonlyArray<string> => {
-  switch (event._tag) {
-    case "EntitiesCreated":
-      return event.entities.map((entity) => entity.name)
-    case "ObservationsAdded":
-      return event.additions.map((addition) => addition.entityName)
-    case "ObservationsDeleted":
-      return event.deletions.map((deletion) => deletion.entityName)
-    case "EntitiesDeleted":
-      return event.names
-    case "EntitiesMerged":
-      return [event.target, ...event.sources]
-    case "RelationsCreated":
-    case "RelationsDeleted":
-      return []
-  }
-}
-
 const groupNow = (view: StoreView, project: string, name: string): GroupDocuments => {
   const entity = getEntity(view, project, name)
   return { group: groupOf(project, name), documents: entity === undefined ? [] : entityDocuments(entity) }
@@ -74,7 +55,7 @@ const groupNow = (view: StoreView, project: string, name: string): GroupDocument
 /** The graph store as a search source. */
 export const graphSearchSource: SearchSource<GraphEvent> = {
   definition: graphStore,
-  changes: (event, view) => [...new Set(touchedNames(event))].map((name) => groupNow(view, event.project, name)),
+  changes: (event, view) => [...new Set(touchedEntities(event))].map((name) => groupNow(view, event.project, name)),
   scan: function* (view) {
     for (const { key } of view.getRange(allProjects)) {
       const project = projectOfKey(key)
