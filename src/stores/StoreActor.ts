@@ -284,16 +284,14 @@ export const makeStore = <Command, Event, Reply, Failure>(
           )
           recordsSinceCheckpoint += entries.length
         }
-        yield* Effect.forEach(
-          batch,
-          (envelope, index) => {
-            const outcome = outcomes[index]!
-            return Result.isSuccess(outcome)
-              ? Deferred.succeed(envelope.reply, outcome.success.reply)
-              : Deferred.fail(envelope.reply, outcome.failure)
-          },
-          { discard: true },
-        )
+        // Completing a Deferred only schedules its waiter, so a plain loop answers the whole batch.
+        for (let index = 0; index < batch.length; index++) {
+          const outcome = outcomes[index]!
+          Deferred.doneUnsafe(
+            batch[index]!.reply,
+            Result.isSuccess(outcome) ? Exit.succeed(outcome.success.reply) : Exit.fail(outcome.failure),
+          )
+        }
       })
 
     const failAll = (envelopes: Iterable<Env>, error: StoreError) =>
@@ -434,16 +432,18 @@ export const makeStore = <Command, Event, Reply, Failure>(
     )
 
     const send = (command: Command, sendOptions?: SendOptions): Effect.Effect<Reply, Failure | StoreError> =>
-      Effect.gen(function* () {
-        if (refusal !== undefined) return yield* refusal
+      Effect.suspend(() => {
+        if (refusal !== undefined) return Effect.fail(refusal)
         const idempotencyKey = sendOptions?.idempotencyKey
         if (idempotencyKey !== undefined && idempotencyKey.length > idempotencyKeyLengthMax) {
-          return yield* Effect.die(new Error(`idempotency key longer than ${idempotencyKeyLengthMax}`))
+          return Effect.die(new Error(`idempotency key longer than ${idempotencyKeyLengthMax}`))
         }
-        const reply = yield* Deferred.make<Reply, Failure | StoreError>()
-        const accepted = yield* Queue.offer(mailbox, { command, idempotencyKey, reply })
-        if (!accepted) return yield* refusal ?? storeError("ShuttingDown", "the store is shutting down")
-        return yield* Deferred.await(reply)
+        const reply = Deferred.makeUnsafe<Reply, Failure | StoreError>()
+        return Effect.flatMap(Queue.offer(mailbox, { command, idempotencyKey, reply }), (accepted) =>
+          accepted
+            ? Deferred.await(reply)
+            : Effect.fail(refusal ?? storeError("ShuttingDown", "the store is shutting down")),
+        )
       })
 
     const read = <A>(query: (view: StoreView) => A): Effect.Effect<A, StoreError> =>

@@ -4,8 +4,9 @@
  * Owns the WAL directory of one store. Invariants:
  * - Sequence numbers are gap-free; segment `wal-<n>.log` starts at sequence n and every record
  *   in it follows its predecessor by exactly one.
- * - `appendBatch` writes the whole batch with one write and issues one fdatasync; it resolves only
- *   after that fdatasync returned. The caller acknowledges nothing before it resolves.
+ * - `appendBatch` writes the whole batch with one durable write (`WalFile.writeDurable`: one
+ *   `O_DSYNC` pwrite on the real disk, equivalent to write + fdatasync); it resolves only after
+ *   that write is durable. The caller acknowledges nothing before it resolves.
  * - Segments rotate only between batches, so a batch never spans two files, and the last record
  *   of every batch carries `batchEndFlag`.
  * - After any failed write or sync the log is poisoned: it refuses every further call, because
@@ -136,6 +137,10 @@ const fsFailure = (reason: WalErrorReason) => (error: FsError) =>
     file: error.path,
     message: `${error.op} ${error.path}: ${error.message}`,
   })
+
+/** A failed `writeDurable`: the fdatasync half is reported as such, the rest as a failed write. */
+const durableWriteFailure = (error: FsError) =>
+  fsFailure(error.op === "fdatasync" ? "FsyncFailed" : "WriteFailed")(error)
 
 const corrupt = (file: string, offset: number, message: string) =>
   new WalError({ reason: "Corrupt", file, offset, message: `${file} at byte ${offset}: ${message}` })
@@ -439,8 +444,7 @@ const makeLocalWal = Effect.fnUntraced(function* (init: {
           payload: entry.payload,
         })
       })
-      yield* file.write(segment.size, buffer).pipe(Effect.mapError(fsFailure("WriteFailed")))
-      yield* file.datasync().pipe(Effect.mapError(fsFailure("FsyncFailed")))
+      yield* file.writeDurable(segment.size, buffer).pipe(Effect.mapError(durableWriteFailure))
       segment.size += byteCount
       nextSeq += entries.length
       appends++

@@ -59,6 +59,7 @@ const readOnlyDisk: Layer.Layer<WalFs> = Layer.effect(
           write: () => Effect.void,
           truncate: () => Effect.void,
           datasync: () => Effect.void,
+          writeDurable: () => Effect.void,
         })),
       remove: () => Effect.void,
       rename: () => Effect.void,

@@ -308,6 +308,20 @@ export class SimulatedDisk {
     const use = <A>(op: string, touchesDisk: boolean, body: () => A | FsError, onPowerCut?: () => void) =>
       this.act(op, path, touchesDisk, () => (closed ? fsError("Io", op, path, "file is closed") : body()), onPowerCut)
     const invalid = (op: string) => fsError("Io", op, path, "invalid offset or length")
+    const write = (offset: number, bytes: Uint8Array) => {
+      const apply = () => {
+        if (!isOffset(offset)) return invalid("write")
+        inode.write(offset, bytes)
+        this.stats.writes++
+        this.stats.bytesWritten += bytes.length
+      }
+      return use("write", true, apply, () => closed || this.tear(inode, offset, bytes))
+    }
+    const datasync = () =>
+      use("fdatasync", true, () => {
+        inode.datasync()
+        this.stats.datasyncs++
+      })
     return {
       path,
       size: () => use("stat", false, () => inode.written.size),
@@ -317,20 +331,10 @@ export class SimulatedDisk {
             ? inode.written.bytes.slice(offset, Math.max(offset, Math.min(offset + length, inode.written.size)))
             : invalid("read"),
         ),
-      write: (offset, bytes) => {
-        const apply = () => {
-          if (!isOffset(offset)) return invalid("write")
-          inode.write(offset, bytes)
-          this.stats.writes++
-          this.stats.bytesWritten += bytes.length
-        }
-        return use("write", true, apply, () => closed || this.tear(inode, offset, bytes))
-      },
-      datasync: () =>
-        use("fdatasync", true, () => {
-          inode.datasync()
-          this.stats.datasyncs++
-        }),
+      write,
+      datasync,
+      // Two operations, as on a disk without O_DSYNC: a crash or fault can come between them.
+      writeDurable: (offset, bytes) => Effect.andThen(write(offset, bytes), datasync()),
       truncate: (length) =>
         use("truncate", true, () => (isOffset(length) ? inode.truncate(length) : invalid("truncate"))),
       close: () =>
