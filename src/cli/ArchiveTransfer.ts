@@ -1,16 +1,13 @@
 /**
  * The command-line side of the full archive (stores/Archive.ts): `mnemos export --all FILE` and
  * `mnemos import FILE` when FILE is an archive. A progress bar on a terminal, one plain line per
- * store otherwise. Both take the data directory's lock (stop the daemon first). Also the privacy
- * filter for the other imports: `filteredStore` passes every command of an import through it.
+ * store otherwise. Both take the data directory's lock (stop the daemon first).
  */
 import { Console, Effect, Layer, Option } from "effect"
 import { progressBar } from "../conversations/ProgressBar.ts"
 import { domainStores } from "../Engine.ts"
-import { filterPrivate } from "../privacy/PrivacyFilter.ts"
 import { type ArchiveReport, exportArchive, importArchive } from "../stores/Archive.ts"
 import { lockDataDir, resolveDataDir } from "../stores/DataDir.ts"
-import type { Store } from "../stores/StoreActor.ts"
 import { localStores } from "./HealthCommand.ts"
 
 const summary = (verb: string, file: string, report: ArchiveReport) =>
@@ -48,11 +45,3 @@ export const importArchiveFile = (file: string, dataDir: Option.Option<string>) 
     ).pipe(Effect.ensuring(Effect.sync(bar.done)))
     yield* summary("imported", file, report)
   })
-
-/** `store`, with every command passed through the privacy filter first (imports). */
-export const filteredStore = <Command, Reply, Failure>(
-  store: Store<Command, Reply, Failure>,
-): Store<Command, Reply, Failure> => ({
-  ...store,
-  send: (command, options) => store.send(filterPrivate(command) as Command, options),
-})

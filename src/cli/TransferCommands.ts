@@ -6,27 +6,43 @@
  * `export --all` writes the full archive of every store (stores/Archive.ts), and `import`
  * recognises an archive by its first line and restores it into an empty data directory. Every
  * imported record passes the privacy filter first (privacy/PrivacyFilter.ts).
- * The data directory must not be owned by another process (stop the daemon first); the command
- * takes the lock for its run. Export writes atomically (temp file, fsync, rename); import applies
- * all or nothing.
+ * When the data directory's daemon answers, the conversations backup goes through it
+ * (DaemonTransfer.ts): the daemon reads or writes its own stores, and this process never opens
+ * them. Everything else (the archive, official-jsonl) needs the data directory to itself: stop the
+ * daemon first. Without a daemon the command takes the directory's lock for its run (and refuses
+ * a directory another process holds). Export writes atomically (temp file, fsync, rename); import
+ * applies all or nothing.
  */
 import { readFileSync } from "node:fs"
 import { Console, Effect, Layer, Option, Schema } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { Router } from "../actors/Router.ts"
-import { importConversations } from "../conversations/ConversationImport.ts"
+import { type ImportOptions, importConversations } from "../conversations/ConversationImport.ts"
 import { conversationStore } from "../conversations/ConversationStore.ts"
-import { defaultImportLimits, exportConversations, type ImportPolicy } from "../conversations/ConversationTransfer.ts"
+import {
+  defaultImportLimits,
+  type ExportSelection,
+  exportConversations,
+  type ImportPolicy,
+  type TransferProgress,
+} from "../conversations/ConversationTransfer.ts"
 import { progressBar } from "../conversations/ProgressBar.ts"
 import * as Engine from "../Engine.ts"
 import { exportGraph, importGraph } from "../graph/GraphTransfer.ts"
 import { defaultProjectName } from "../graph/Model.ts"
 import { parseOfficialJsonl, serializeOfficialJsonl } from "../graph/OfficialJsonl.ts"
-import { filterPrivate } from "../privacy/PrivacyFilter.ts"
+import { filteredStore, filterPrivate } from "../privacy/PrivacyFilter.ts"
 import { isArchiveFile } from "../stores/Archive.ts"
 import { resolveDataDir } from "../stores/DataDir.ts"
-import { exportArchiveFile, filteredStore, importArchiveFile } from "./ArchiveTransfer.ts"
+import { exportArchiveFile, importArchiveFile } from "./ArchiveTransfer.ts"
 import { writeFileAtomic } from "./AtomicFile.ts"
+import {
+  type DaemonEndpoint,
+  type DaemonTransferFailed,
+  exportThroughDaemon,
+  importThroughDaemon,
+  owningDaemon,
+} from "./DaemonTransfer.ts"
 import { dataDirFlag } from "./ServeCommand.ts"
 
 const formatFlag = Flag.Literals("format", ["conversations", "official-jsonl"]).pipe(
@@ -64,28 +80,48 @@ const conversationStoreOf = Effect.gen(function* () {
 const withEngine = (dataDir: Option.Option<string>, command: string) =>
   Effect.provide(Layer.fresh(Engine.layer({ dataDir: resolveDataDir(Option.getOrUndefined(dataDir)).path, command })))
 
+/** `what` cannot go through the daemon: the user has to stop it. */
+const needsDirectory = (daemon: DaemonEndpoint, what: string) =>
+  new ImportFailed({
+    message: `data directory ${daemon.dataDir} is in use by mnemos process ${daemon.pid} (the daemon on ${daemon.host}:${daemon.port}); ${what} needs the data directory to itself: stop the daemon first (only the conversations backup goes through it)`,
+  })
+
+const importInProcess = (
+  file: string,
+  options: ImportOptions,
+  dataDir: Option.Option<string>,
+  onProgress: TransferProgress,
+) =>
+  Effect.gen(function* () {
+    const store = filteredStore(yield* conversationStoreOf)
+    return yield* importConversations(store, file, options, defaultImportLimits, onProgress)
+  }).pipe(
+    Effect.mapError((error) => new ImportFailed({ message: `${file}: ${error.message} (nothing was imported)` })),
+    withEngine(dataDir, "mnemos import"),
+  )
+
+/** The message of a failed import through the daemon: the in-process one, when the outcome is known. */
+const daemonImportFailure = (file: string) => (error: DaemonTransferFailed) =>
+  new ImportFailed({
+    message: `${file}: ${error.message}${error.outcomeUnknown === true ? "" : " (nothing was imported)"}`,
+  })
+
+/** Imports a conversations backup: through the daemon when one owns the data directory, else in this process. */
 const importConversationsFile = (
   file: string,
   policy: ImportPolicy,
   project: Option.Option<string>,
   dataDir: Option.Option<string>,
+  daemon: DaemonEndpoint | undefined,
 ) =>
   Effect.gen(function* () {
     const bar = progressBar()
-    const report = yield* Effect.gen(function* () {
-      const store = filteredStore(yield* conversationStoreOf)
-      return yield* importConversations(
-        store,
-        file,
-        { policy, ...(Option.isSome(project) ? { project: project.value } : {}) },
-        defaultImportLimits,
-        bar.update,
-      )
-    }).pipe(
-      Effect.ensuring(Effect.sync(bar.done)),
-      Effect.mapError((error) => new ImportFailed({ message: `${file}: ${error.message} (nothing was imported)` })),
-      withEngine(dataDir, "mnemos import"),
-    )
+    const options = { policy, ...(Option.isSome(project) ? { project: project.value } : {}) }
+    const report = yield* (
+      daemon !== undefined
+        ? importThroughDaemon(daemon, file, options, bar.update).pipe(Effect.mapError(daemonImportFailure(file)))
+        : importInProcess(file, options, dataDir, bar.update)
+    ).pipe(Effect.ensuring(Effect.sync(bar.done)))
     yield* Console.log(`imported ${report.records} conversation message(s) from ${file} (policy ${policy})`)
   })
 
@@ -93,8 +129,13 @@ export const importCommand = Command.make(
   "import",
   { file: fileArgument, format: formatFlag, policy: policyFlag, project: projectFlag, dataDir: dataDirFlag },
   Effect.fn(function* ({ file, format, policy, project: projectOption, dataDir }) {
-    if (isArchiveFile(file)) return yield* importArchiveFile(file, dataDir)
-    if (format === "conversations") return yield* importConversationsFile(file, policy, projectOption, dataDir)
+    const daemon = yield* Effect.promise(() => owningDaemon(resolveDataDir(Option.getOrUndefined(dataDir)).path))
+    if (isArchiveFile(file))
+      return yield* daemon !== undefined
+        ? needsDirectory(daemon, "restoring an archive")
+        : importArchiveFile(file, dataDir)
+    if (format === "conversations") return yield* importConversationsFile(file, policy, projectOption, dataDir, daemon)
+    if (daemon !== undefined) return yield* needsDirectory(daemon, `importing --format ${format}`)
     const project = Option.getOrElse(projectOption, () => defaultProjectName)
     const text = yield* Effect.try({
       try: () => readFileSync(file, "utf8"),
@@ -123,31 +164,40 @@ export const importCommand = Command.make(
   }),
 ).pipe(Command.withDescription("Import a file into the data directory (all or nothing: a bad line imports nothing)"))
 
+const exportInProcess = (
+  file: string,
+  selection: ExportSelection,
+  dataDir: Option.Option<string>,
+  onProgress: TransferProgress,
+) =>
+  Effect.flatMap(conversationStoreOf, (store) =>
+    exportConversations(store, file, selection, defaultImportLimits, onProgress),
+  ).pipe(
+    Effect.mapError((error) => new ImportFailed({ message: `${file}: ${error.message}` })),
+    withEngine(dataDir, "mnemos export"),
+  )
+
+/** Exports the conversations backup: through the daemon when one owns the data directory, else in this process. */
 const exportConversationsFile = (
   file: string,
   project: Option.Option<string>,
   session: Option.Option<string>,
   dataDir: Option.Option<string>,
+  daemon: DaemonEndpoint | undefined,
 ) =>
   Effect.gen(function* () {
     const bar = progressBar()
-    const report = yield* Effect.gen(function* () {
-      const store = yield* conversationStoreOf
-      return yield* exportConversations(
-        store,
-        file,
-        {
-          ...(Option.isSome(project) ? { project: project.value } : {}),
-          ...(Option.isSome(session) ? { session: session.value } : {}),
-        },
-        defaultImportLimits,
-        bar.update,
-      )
-    }).pipe(
-      Effect.ensuring(Effect.sync(bar.done)),
-      Effect.mapError((error) => new ImportFailed({ message: `${file}: ${error.message}` })),
-      withEngine(dataDir, "mnemos export"),
-    )
+    const selection = {
+      ...(Option.isSome(project) ? { project: project.value } : {}),
+      ...(Option.isSome(session) ? { session: session.value } : {}),
+    }
+    const report = yield* (
+      daemon !== undefined
+        ? exportThroughDaemon(daemon, file, selection, bar.update).pipe(
+            Effect.mapError((error) => new ImportFailed({ message: `${file}: ${error.message}` })),
+          )
+        : exportInProcess(file, selection, dataDir, bar.update)
+    ).pipe(Effect.ensuring(Effect.sync(bar.done)))
     yield* Console.log(`exported ${report.records} conversation message(s) to ${file}`)
   })
 
@@ -173,8 +223,11 @@ export const exportCommand = Command.make(
     const target = Option.orElse(out, () => fileOption)
     if (Option.isNone(target)) return yield* new ImportFailed({ message: "no file to write: give it with --out FILE" })
     const file = target.value
-    if (all) return yield* exportArchiveFile(file, dataDir)
-    if (format === "conversations") return yield* exportConversationsFile(file, projectOption, session, dataDir)
+    const daemon = yield* Effect.promise(() => owningDaemon(resolveDataDir(Option.getOrUndefined(dataDir)).path))
+    if (all)
+      return yield* daemon !== undefined ? needsDirectory(daemon, "export --all") : exportArchiveFile(file, dataDir)
+    if (format === "conversations") return yield* exportConversationsFile(file, projectOption, session, dataDir, daemon)
+    if (daemon !== undefined) return yield* needsDirectory(daemon, `exporting --format ${format}`)
     const project = Option.getOrElse(projectOption, () => defaultProjectName)
     const graph = yield* exportGraph(project).pipe(withEngine(dataDir, "mnemos export"))
     yield* Effect.try({

@@ -11,6 +11,7 @@
  * than an import accepts, so every export can be imported.
  *
  * Import (ConversationImport.ts) reads this format back, all or nothing, within the limits here.
+ * The daemon serves both over HTTP (transports/ConversationTransferApi.ts) with these same files.
  */
 import { Effect, Result, Schema } from "effect"
 import { writeFileAtomic } from "../cli/AtomicFile.ts"
@@ -50,6 +51,14 @@ export const defaultImportLimits: ImportLimits = {
   decodedBytesMax: 4 * 1024 * 1024 * 1024,
 }
 
+/**
+ * The most bytes a file sent to the daemon for import may have: every record line at the limit
+ * together, the header line and a "\r\n" after every line. (A file on disk is only held to the
+ * line limits; blank lines beyond these bytes are refused on upload only.)
+ */
+export const importUploadBytesMax = (limits: ImportLimits): number =>
+  limits.decodedBytesMax + limits.lineBytesMax + (limits.recordsMax + 1) * 2
+
 /** Bytes written to the export file per write call: about 1 MiB. */
 const exportChunkBytes = 1024 * 1024
 
@@ -63,10 +72,18 @@ export class TransferFailed extends Schema.TaggedError<TransferFailed>()("Transf
   message: Schema.String,
 }) {}
 
-/** Progress of a long transfer: the phase and how far it got (of `total`, when known). */
-export type TransferProgress = (phase: "validating" | "importing" | "exporting", done: number, total: number) => void
+/**
+ * Progress of a long transfer: the phase and how far it got (of `total`, when known), in bytes
+ * while validating or uploading (to the daemon), else in records.
+ */
+export type TransferProgress = (
+  phase: "validating" | "importing" | "exporting" | "uploading",
+  done: number,
+  total: number,
+) => void
 
-const headerLine = JSON.stringify({ format: exportFormatName, version: exportFormatVersion })
+/** The export's first line (without its "\n"). */
+export const exportHeaderLine = JSON.stringify({ format: exportFormatName, version: exportFormatVersion })
 
 const lineOf = (stored: StoredMessage): string =>
   JSON.stringify({ project: stored.project, created_by: stored.created_by, message: messageJson(stored.message) })
@@ -120,7 +137,7 @@ export const exportConversations = (
       const total = readStats(view, currentGen(view)).active
       let records = 0
       function* chunks(): Generator<string> {
-        let pending = `${headerLine}\n`
+        let pending = `${exportHeaderLine}\n`
         for (const stored of selectedMessages(view, selection)) {
           const line = lineOf(stored)
           if (utf8Bytes(line) > limits.lineBytesMax)

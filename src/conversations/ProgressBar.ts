@@ -22,7 +22,7 @@ export const progressBar = (
     lastDrawMs = now
     const fraction = total > 0 ? Math.min(1, done / total) : 0
     const filled = Math.round(fraction * barWidth)
-    const unit = phase === "validating" ? "bytes" : "records"
+    const unit = phase === "validating" || phase === "uploading" ? "bytes" : "records"
     stream.write(
       `\r${phase.padEnd(10)} [${"#".repeat(filled)}${"-".repeat(barWidth - filled)}] ${(fraction * 100).toFixed(0).padStart(3)}% ${done}/${total} ${unit}`,
     )

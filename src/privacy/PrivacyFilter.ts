@@ -5,7 +5,8 @@
  * the rest of the string), then secrets are replaced by `[REDACTED:<kind>]` (SecretPatterns.ts
  * plus the patterns of the data directory's config.json). `filterPrivate` applies this to every
  * string of a JSON-like value — tool arguments before they are decoded (McpSession.ts), imported
- * records (TransferCommands.ts) — and to object keys too, so a secret cannot hide in a key.
+ * records (`filteredStore`: the imports of the CLI and of the daemon) — and to object keys too, so a
+ * secret cannot hide in a key.
  *
  * Owns process-wide state: the active configuration (set once by the owner of the data directory
  * when it takes the lock, see stores/DataDir.ts) and the counters `mnemos health` reports. The
@@ -13,6 +14,7 @@
  * never throws: values nested deeper than `nestingDepthMax` are replaced by a marker, which the
  * tool's schema then refuses.
  */
+import type { Store } from "../stores/StoreActor.ts"
 import { builtinSecretPatterns, redactionMarker, type SecretPattern } from "./SecretPatterns.ts"
 
 /** Deeper values are replaced whole (no tool argument is anywhere near this deep). */
@@ -179,3 +181,11 @@ const filterAt = (value: unknown, depth: number): unknown => {
  * input is not modified. Non-JSON values (numbers, booleans, null) pass unchanged.
  */
 export const filterPrivate = (value: unknown): unknown => filterAt(value, 0)
+
+/** `store`, with every command passed through the privacy filter first (imports). */
+export const filteredStore = <Command, Reply, Failure>(
+  store: Store<Command, Reply, Failure>,
+): Store<Command, Reply, Failure> => ({
+  ...store,
+  send: (command, options) => store.send(filterPrivate(command) as Command, options),
+})

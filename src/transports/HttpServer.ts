@@ -5,7 +5,8 @@
  * Owns the listening socket and the live MCP sessions (each in its own scope, closed when its
  * transport closes or the server stops). It is thin: it checks who may talk (Host and Origin
  * against DNS rebinding; the bearer token when bound beyond loopback), bounds every body and
- * frame, and hands MCP messages to sessions and REST calls (and terminal telemetry) to `RestApi`.
+ * frame (but the conversations import, which streams to disk: ConversationTransferApi.ts), and
+ * hands MCP messages to sessions and REST calls (and terminal telemetry) to `RestApi`.
  * `/ping` answers before the search indexes are warm. The dashboard (`GET /`, `/api/*` behind its
  * session cookie or the bearer token, the `/events` live feed) is `DashboardServer`'s.
  */
@@ -20,6 +21,7 @@ import { type Context, Effect, Exit, Scope } from "effect"
 import { WebSocketServer } from "ws"
 import { buildInfo } from "../cli/BuildInfo.ts"
 import { type SessionOptions, type SessionServices, startSession } from "../tools/McpSession.ts"
+import { makeConversationTransferApi } from "./ConversationTransferApi.ts"
 import { makeDashboardServer } from "./DashboardServer.ts"
 import { Drain } from "./DrainingTransport.ts"
 import { handleRest } from "./RestApi.ts"
@@ -143,6 +145,7 @@ export const startHttpServer = (
       readJsonBody,
       sendJson,
     })
+    const conversationTransfers = makeConversationTransferApi({ dataDir: config.dataDir, context, sendJson })
 
     /** Runs an MCP session on `transport` until it closes. */
     const host = (transport: Transport, name: string, clientId?: string): Promise<boolean> => {
@@ -298,6 +301,7 @@ export const startHttpServer = (
                 context,
                 readJsonBody,
                 sendJson,
+                conversationTransfers,
                 ...(config.telemetry !== undefined ? { telemetry: config.telemetry } : {}),
               }),
         ),

@@ -7,6 +7,13 @@
  *   GET /api/graph?project=P    the graph as nodes and edges (at most `graphNodesMax` nodes)
  *   GET /api/search?q=Q&project=P[&stores=a,b&kinds=k&mode=hybrid&limit=N&since=ISO&until=ISO]
  *                               omni search (every store, ranked, with score breakdowns)
+ *   GET /api/conversations/export[?project=P&session=S]
+ *                               the conversations backup (versioned JSONL, streamed; its
+ *                               `content-length` and `x-mnemos-records` tell a whole file)
+ *   POST /api/conversations/import?policy=reject|overwrite[&project=P]
+ *                               a conversations backup as the raw body (up to 4 GiB of records,
+ *                               not the 16 MiB JSON limit), all or nothing: {records, policy} or
+ *                               {error, line?} (422 for a bad line); see ConversationTransferApi.ts
  *   POST /terminal/telemetry    one finished shell command (see Telemetry.ts), answered 202
  *   GET|POST /gate/verify?action=A&namespace=N[&consume=1]   200 authorized, 403 blocked/pending/expired, 404 none
  *   POST /gate/set              {action, status, namespace?, reason?, expires_in_seconds?}
@@ -30,6 +37,7 @@ import { type SearchMode, searchModes } from "../search/Ranking.ts"
 import type { StoreError } from "../stores/StoreActor.ts"
 import type { SessionServices } from "../tools/McpSession.ts"
 import { omniLimitDefault, omniLimitMax } from "../tools/SearchTools.ts"
+import type { ConversationTransferApi } from "./ConversationTransferApi.ts"
 import { type Telemetry, terminalBodyBytesMax } from "./Telemetry.ts"
 
 /** The most nodes `/api/graph` returns. */
@@ -44,6 +52,8 @@ export interface RestContext {
     bytesMax?: number,
   ) => Promise<{ value: unknown } | undefined>
   readonly sendJson: (res: ServerResponse, status: number, body: unknown) => void
+  /** The conversations backup routes (export and import through the daemon). */
+  readonly conversationTransfers?: ConversationTransferApi
   /** The daemon's telemetry, when it runs one. */
   readonly telemetry?: Telemetry["Service"]
 }
@@ -159,6 +169,12 @@ export const handleRest = async (
       if (omni.error !== undefined) return rest.sendJson(res, 400, { error: omni.error })
       return run(omni.search)
     }
+    case "/api/conversations/export":
+      if (rest.conversationTransfers === undefined) break
+      return rest.conversationTransfers.exportRoute(req, res, url)
+    case "/api/conversations/import":
+      if (rest.conversationTransfers === undefined) break
+      return rest.conversationTransfers.importRoute(req, res, url)
     case "/terminal/telemetry":
       if (rest.telemetry === undefined) break
       return recordCommand(req, res, rest, rest.telemetry)
