@@ -1,20 +1,35 @@
 /**
  * Carries acknowledged changes from the store actor into LMDB, off the acknowledgement path.
  *
- * The actor acknowledges a batch once its WAL fdatasync returns and hands the batch's changes
+ * The actor acknowledges a batch once its WAL write is durable and hands the batch's changes
  * here. They become visible to readers at once (through `PendingView`) and reach LMDB in
- * coalesced commits: at most one LMDB commit is in flight, and a new one starts `intervalMs` after
- * the last finished, carrying everything that arrived meanwhile. LMDB commits (each with its own
- * background flush) therefore stay few however fast writes come, and never compete with the WAL's
- * fdatasync once per batch. A commit carries the highest WAL sequence it includes, so LMDB's
+ * coalesced commits: at most one LMDB commit is in flight, and the next starts once the oldest
+ * waiting change has waited `limits.intervalMs`, or sooner when `limits.changesMax` changes or
+ * `limits.bytesMax` bytes of WAL payload are waiting (which bounds the memory the pending layer
+ * holds and the cost of merging it into range reads). Every LMDB commit is followed by a flush of
+ * its pages to disk, and that flush competes with the WAL's durable writes for the disk: a write
+ * acknowledged while a flush runs waits for it. Committing rarely (once a second at a steady few
+ * thousand writes per second) is what keeps the acknowledgement latency's tail near one disk
+ * sync (docs/benchmarks.md). A commit carries the highest WAL sequence it includes, so LMDB's
  * applied sequence always matches its data; anything not yet committed is replayed from the WAL
  * after a crash. A failed commit is remembered in `failure`; the actor restarts on it.
  */
 import type { Change, Checkpoint } from "./Checkpoint.ts"
 import type { PendingView } from "./PendingView.ts"
 
+/** When the queue starts an LMDB commit. */
+export interface CommitLimits {
+  /** Longest a change waits for its commit (unless one is in flight). */
+  readonly intervalMs: number
+  /** Commit as soon as this many changes wait. */
+  readonly changesMax: number
+  /** Commit as soon as the waiting batches' WAL payloads reach this many bytes. */
+  readonly bytesMax: number
+}
+
 export class CommitQueue {
   private queued: Array<Change> = []
+  private queuedBytes = 0
   private queuedSeq = 0
   private inFlight: Promise<void> | undefined
   private timer: ReturnType<typeof setTimeout> | undefined
@@ -26,15 +41,24 @@ export class CommitQueue {
     private readonly checkpoint: Checkpoint,
     private readonly view: PendingView,
     private readonly salt: number,
-    private readonly intervalMs: number,
+    private readonly limits: CommitLimits,
   ) {}
 
-  /** Makes a batch visible to readers and schedules its LMDB commit. */
-  enqueue(changes: ReadonlyArray<Change>, seq: number): void {
+  /** Makes a batch (`bytes` of WAL payload) visible to readers and schedules its LMDB commit. */
+  enqueue(changes: ReadonlyArray<Change>, seq: number, bytes: number): void {
     this.view.add(changes, seq)
     for (const change of changes) this.queued.push(change)
+    this.queuedBytes += bytes
     this.queuedSeq = seq
-    this.schedule()
+    if (this.isFull() && this.inFlight === undefined && this.failure === undefined) {
+      if (this.timer !== undefined) clearTimeout(this.timer)
+      this.timer = undefined
+      this.commitNow()
+    } else this.schedule()
+  }
+
+  private isFull(): boolean {
+    return this.queued.length >= this.limits.changesMax || this.queuedBytes >= this.limits.bytesMax
   }
 
   /** Resolves once everything enqueued so far is committed to LMDB (or a commit failed). */
@@ -57,7 +81,7 @@ export class CommitQueue {
     this.timer = setTimeout(() => {
       this.timer = undefined
       this.commitNow()
-    }, this.intervalMs)
+    }, this.limits.intervalMs)
     this.timer.unref()
   }
 
@@ -69,11 +93,12 @@ export class CommitQueue {
     const changes = this.queued
     const seq = this.queuedSeq
     this.queued = []
+    this.queuedBytes = 0
     this.inFlight = this.checkpoint.commit(changes, seq, this.salt).then(
       () => {
         this.inFlight = undefined
         this.view.evictThrough(seq)
-        if (this.idleWaiters.length > 0) this.commitNow()
+        if (this.idleWaiters.length > 0 || this.isFull()) this.commitNow()
         else this.schedule()
         if (this.isIdle()) this.wakeIdle()
       },

@@ -40,7 +40,7 @@ import {
 import { Overlay } from "./Overlay.ts"
 import { PendingView } from "./PendingView.ts"
 import type { StoreDefinition } from "./StoreDefinition.ts"
-import { openLocalWal, type RecoveryReport, type Wal, WalError, type WalStats } from "./Wal.ts"
+import { defaultPreallocateBytes, openLocalWal, type RecoveryReport, type Wal, WalError, type WalStats } from "./Wal.ts"
 import { WalFs } from "./WalFs.ts"
 import { batchEndFlag, type WalRecord } from "./WalRecord.ts"
 
@@ -51,10 +51,16 @@ export interface StoreOptions {
   readonly mailboxCapacity: number
   readonly batchCommandsMax: number
   readonly walSegmentBytesMax: number
+  /** New WAL segments are zero-filled to this size (see `defaultPreallocateBytes` in Wal.ts). */
+  readonly walPreallocateBytes: number
   /** Checkpoint (flush LMDB, release WAL segments) after this many records. */
   readonly checkpointRecordsInterval: number
-  /** Pause between coalesced LMDB commits of acknowledged changes. */
+  /** Longest an acknowledged change waits for its coalesced LMDB commit (see CommitQueue.ts). */
   readonly lmdbCommitIntervalMs: number
+  /** Commit to LMDB sooner once this many changes wait. */
+  readonly lmdbCommitChangesMax: number
+  /** Commit to LMDB sooner once this many bytes of WAL payload wait. */
+  readonly lmdbCommitBytesMax: number
   readonly restartBackoffMsBase: number
   readonly restartBackoffMsMax: number
   readonly failFastAfterRestarts: number
@@ -65,8 +71,11 @@ export const defaultStoreOptions: Omit<StoreOptions, "dir"> = {
   mailboxCapacity: 4096,
   batchCommandsMax: 256,
   walSegmentBytesMax: 64 * 1024 * 1024,
+  walPreallocateBytes: defaultPreallocateBytes,
   checkpointRecordsInterval: 20_000,
-  lmdbCommitIntervalMs: 5,
+  lmdbCommitIntervalMs: 1000,
+  lmdbCommitChangesMax: 4096,
+  lmdbCommitBytesMax: 16 * 1024 * 1024,
   restartBackoffMsBase: 50,
   restartBackoffMsMax: 30_000,
   failFastAfterRestarts: 5,
@@ -199,6 +208,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
         const opened = yield* openLocalWal({
           dir: `${options.dir}/wal`,
           segmentBytesMax: options.walSegmentBytesMax,
+          preallocateBytes: options.walPreallocateBytes,
           replayAfterSeq: checkpoint.appliedSeq(),
           ...(knownSalt !== undefined ? { salt: knownSalt } : {}),
           ...(ackedSeq !== undefined ? { discardAfterSeq: ackedSeq } : {}),
@@ -212,7 +222,11 @@ export const makeStore = <Command, Event, Reply, Failure>(
         recovery = opened.report
         ackedSeq = opened.wal.stats().nextSeq - 1
         const view = new PendingView(checkpoint.view)
-        const commits = new CommitQueue(checkpoint, view, salt, options.lmdbCommitIntervalMs)
+        const commits = new CommitQueue(checkpoint, view, salt, {
+          intervalMs: options.lmdbCommitIntervalMs,
+          changesMax: options.lmdbCommitChangesMax,
+          bytesMax: options.lmdbCommitBytesMax,
+        })
         return { checkpoint, wal: opened.wal, salt, view, commits } satisfies Incarnation
       }).pipe(Effect.onError(() => Effect.promise(() => checkpoint.close())))
     })
@@ -231,6 +245,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
           incarnation.commits.enqueue(
             expired.map((key) => [key, undefined] as const),
             ackedSeq,
+            0,
           )
         }
         yield* Effect.promise(() => incarnation.commits.drain())
@@ -251,6 +266,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
         const overlay = new Overlay(incarnation.view)
         // WAL entries in order; `event` is set for domain events (published), not for idempotency records.
         const entries: Array<{ type: number; payload: Uint8Array; event?: Event }> = []
+        let byteCount = 0
         const outcomes = batch.map((envelope): Result.Result<{ readonly reply: Reply }, Failure> => {
           const key = envelope.idempotencyKey
           const remembered = key === undefined ? undefined : rememberedReply(overlay, key)
@@ -259,11 +275,9 @@ export const makeStore = <Command, Event, Reply, Failure>(
           if (Result.isFailure(outcome)) return outcome
           for (const event of outcome.success.events) {
             definition.apply(event, overlay)
-            entries.push({
-              type: eventRecordType,
-              payload: Buffer.from(JSON.stringify(encodeEvent(event)), "utf8"),
-              event,
-            })
+            const payload = Buffer.from(JSON.stringify(encodeEvent(event)), "utf8")
+            byteCount += payload.length
+            entries.push({ type: eventRecordType, payload, event })
           }
           if (key !== undefined && outcome.success.events.length > 0) {
             const record: IdempotencyRecord = { key, reply: outcome.success.reply, at: now }
@@ -274,7 +288,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
         })
         if (entries.length > 0) {
           const { firstSeq, lastSeq } = yield* incarnation.wal.appendBatch(entries).pipe(Effect.orDie)
-          incarnation.commits.enqueue(overlay.changes(), lastSeq)
+          incarnation.commits.enqueue(overlay.changes(), lastSeq, byteCount)
           ackedSeq = lastSeq
           yield* publishRecords(
             entries.flatMap((entry, index) =>

@@ -41,18 +41,23 @@ const tempDir = Effect.acquireRelease(
   (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true })),
 )
 
+/**
+ * Most tests damage a segment by its end (truncate, append), so they write segments without the
+ * zero-filled preallocation (a layout recovery must read too: segments that outgrew theirs);
+ * "preallocated segments" below covers the zero-filled layout.
+ */
+const unpreallocated = { segmentBytesMax: 1024 * 1024, replayAfterSeq: 0, preallocateBytes: 0 }
+
 /** Opens the WAL in `dir`, closing it when the test's scope closes. */
 const openWal = (dir: string, options: Partial<Omit<LocalWalOptions, "dir">> = {}) =>
   Effect.acquireRelease(
-    openLocalWal({ dir, segmentBytesMax: 1024 * 1024, replayAfterSeq: 0, ...options }).pipe(Effect.provide(layerNode)),
+    openLocalWal({ dir, ...unpreallocated, ...options }).pipe(Effect.provide(layerNode)),
     (opened) => opened.wal.close(),
   )
 
 /** Opens, expecting a refusal; returns the error. */
 const openFails = (dir: string, options: Partial<Omit<LocalWalOptions, "dir">> = {}) =>
-  Effect.flip(
-    openLocalWal({ dir, segmentBytesMax: 1024 * 1024, replayAfterSeq: 0, ...options }).pipe(Effect.provide(layerNode)),
-  )
+  Effect.flip(openLocalWal({ dir, ...unpreallocated, ...options }).pipe(Effect.provide(layerNode)))
 
 /** Opens, appends `batches` (each a list of payload strings), closes; returns the seq range of every batch. */
 const writeBatches = (
@@ -98,6 +103,7 @@ const parseSegment = (file: string) => {
   let offset = segmentHeaderBytes
   while (offset < bytes.length) {
     const read = readRecordAt(bytes, offset)
+    if (read._tag !== "Record" && bytes.subarray(offset).every((byte) => byte === 0)) break // preallocated tail
     if (read._tag !== "Record") throw new Error(`unparseable record in ${file} at ${offset}: ${read._tag}`)
     records.push({
       seq: read.record.seq,
@@ -347,6 +353,102 @@ describe("Wal on the real file system", () => {
     }),
   )
 
+  describe("preallocated segments", () => {
+    const preallocated = { preallocateBytes: 64 * 1024 }
+
+    it.effect(
+      "a new segment is zero-filled to the preallocation; appends fill it from the front and count only their bytes",
+      () =>
+        Effect.gen(function* () {
+          const dir = yield* tempDir
+          yield* writeBatches(dir, makeBatches([2, 1]), preallocated)
+          const file = join(dir, segmentFileName(1))
+          const bytes = readFileSync(file)
+          assert.strictEqual(bytes.length, 64 * 1024)
+          const whole = parseSegment(file)
+          assert.deepStrictEqual(
+            whole.records.map((record) => record.seq),
+            [1, 2, 3],
+          )
+          const dataEnd = whole.records[2]!.end
+          assert.isTrue(bytes.subarray(dataEnd).every((byte) => byte === 0))
+          const stats = yield* Effect.scoped(Effect.map(openWal(dir, preallocated), ({ wal }) => wal.stats()))
+          assert.strictEqual(stats.bytes, dataEnd)
+        }),
+    )
+
+    it.effect(
+      "reopening reads the zero tail as the end of the log: nothing reported, nothing cut, appends continue after the last record",
+      () =>
+        Effect.gen(function* () {
+          const dir = yield* tempDir
+          yield* writeBatches(dir, makeBatches([2, 1]), preallocated)
+          const file = join(dir, segmentFileName(1))
+          yield* Effect.scoped(
+            Effect.gen(function* () {
+              const { wal, replay, report } = yield* openWal(dir, preallocated)
+              assert.isUndefined(report.tornTail)
+              assert.deepStrictEqual(
+                replay.map((record) => record.seq),
+                [1, 2, 3],
+              )
+              assert.strictEqual(statSync(file).size, 64 * 1024)
+              assert.deepStrictEqual(yield* wal.appendBatch([{ type: 1, payload: Buffer.from("after", "utf8") }]), {
+                firstSeq: 4,
+                lastSeq: 4,
+              })
+            }),
+          )
+          const { replay } = yield* Effect.scoped(openWal(dir, preallocated))
+          assert.deepStrictEqual(
+            replay.map((record) => text(record.payload)),
+            ["b0-r0", "b0-r1", "b1-r0", "after"],
+          )
+          assert.strictEqual(statSync(file).size, 64 * 1024)
+        }),
+    )
+
+    it.effect(
+      "a batch without its end record before the zeros is cut and reported; the file is cut back to the last whole batch",
+      () =>
+        Effect.gen(function* () {
+          const dir = yield* tempDir
+          yield* writeBatches(dir, makeBatches([2, 3]), preallocated)
+          const file = join(dir, segmentFileName(1))
+          const whole = parseSegment(file)
+          const keptEnd = whole.records.find((record) => record.seq === 2)!.end
+          // The last batch's final record never reached the disk: zeros where it was.
+          const lastRecord = whole.records.find((record) => record.seq === 5)!
+          const bytes = readFileSync(file)
+          bytes.fill(0, lastRecord.offset, lastRecord.end)
+          writeFileSync(file, bytes)
+          const { replay, report } = yield* Effect.scoped(openWal(dir, preallocated))
+          assert.deepStrictEqual(
+            replay.map((record) => record.seq),
+            [1, 2],
+          )
+          assert.match(report.tornTail!.why, /batch without its end record/)
+          assert.strictEqual(report.tornTail!.offset, keptEnd)
+          assert.strictEqual(statSync(file).size, keptEnd)
+        }),
+    )
+
+    it.effect("a flipped byte in a record before the zero tail, valid records after it: Corrupt, no byte changes", () =>
+      Effect.gen(function* () {
+        const dir = yield* tempDir
+        yield* writeBatches(dir, makeBatches([1, 1, 1]), preallocated)
+        const file = join(dir, segmentFileName(1))
+        const first = parseSegment(file).records[0]!
+        flipByte(file, first.offset + recordHeaderBytes)
+        const before = sha256(file)
+        const error = yield* openFails(dir, preallocated)
+        assert.strictEqual(error.reason, "Corrupt")
+        assert.strictEqual(error.offset, first.offset)
+        assert.strictEqual(sha256(file), before)
+      }),
+    )
+  })
+
   describe("torn tail", () => {
     const tails: ReadonlyArray<{
       readonly name: string
@@ -375,10 +477,14 @@ describe("Wal on the real file system", () => {
         why: /checksum|exceeds|partial/,
       },
       {
-        name: "a zero-filled tail (a preallocated, never-written sector)",
-        damage: (file) => appendFileSync(file, Buffer.alloc(512)),
+        name: "a torn record before a zero-filled tail",
+        damage: (file) =>
+          appendFileSync(
+            file,
+            Buffer.concat([Buffer.from("torn record bytes, more than a header"), Buffer.alloc(512)]),
+          ),
         survivingSeqs: 7,
-        why: /checksum/,
+        why: /checksum|exceeds|partial/,
       },
       {
         name: "a partial record header appended",
