@@ -263,6 +263,14 @@ const uploadImport = async (
   return { records: typeof body.records === "number" ? body.records : 0 }
 }
 
+/** Runs one transfer; an interruption aborts its request. */
+const transfer = <A>(run: (signal: AbortSignal) => Promise<A>): Effect.Effect<A, DaemonTransferFailed> =>
+  Effect.tryPromise({
+    try: run,
+    catch: (error) =>
+      error instanceof DaemonTransferFailed ? error : new DaemonTransferFailed({ message: reasonOf(error) }),
+  })
+
 /** Writes the daemon's export of `selection` to `file` atomically; how many records. */
 export const exportThroughDaemon = (
   daemon: DaemonEndpoint,
@@ -270,11 +278,7 @@ export const exportThroughDaemon = (
   selection: ExportSelection,
   onProgress?: TransferProgress,
 ): Effect.Effect<{ readonly records: number }, DaemonTransferFailed> =>
-  Effect.tryPromise({
-    try: (signal) => downloadExport(daemon, file, selection, onProgress, signal),
-    catch: (error) =>
-      error instanceof DaemonTransferFailed ? error : new DaemonTransferFailed({ message: reasonOf(error) }),
-  })
+  transfer((signal) => downloadExport(daemon, file, selection, onProgress, signal))
 
 /** Sends `file` to the daemon to import, all or nothing; how many records it imported. */
 export const importThroughDaemon = (
@@ -283,8 +287,4 @@ export const importThroughDaemon = (
   options: DaemonImportOptions,
   onProgress?: TransferProgress,
 ): Effect.Effect<{ readonly records: number }, DaemonTransferFailed> =>
-  Effect.tryPromise({
-    try: (signal) => uploadImport(daemon, file, options, onProgress, signal),
-    catch: (error) =>
-      error instanceof DaemonTransferFailed ? error : new DaemonTransferFailed({ message: reasonOf(error) }),
-  })
+  transfer((signal) => uploadImport(daemon, file, options, onProgress, signal))
