@@ -127,15 +127,24 @@ export class VectorIndex {
       })
       for (let num = 0; num <= this.highest; num++) if (this.has(num)) this.annBacklog.add(num)
     }
-    let moved = 0
+    // One native call per chunk: usearch inserts a batch on its own threads, where one call per
+    // vector pays the call (and thread hand-off) each time.
+    const chunk: Array<number> = []
     for (const num of this.annBacklog) {
-      if (moved >= annBuildChunkVectors) break
+      if (chunk.length >= annBuildChunkVectors) break
+      chunk.push(num)
+    }
+    if (chunk.length === 0) return 0
+    const keys = new BigUint64Array(chunk.length)
+    const vectors = new Float32Array(chunk.length * this.dimensions)
+    chunk.forEach((num, index) => {
       this.annBacklog.delete(num)
       const key = BigInt(num)
-      if (this.ann.contains(key)) this.ann.remove(key)
-      this.ann.add(key, this.slab.subarray(num * this.dimensions, (num + 1) * this.dimensions))
-      moved++
-    }
+      if (this.ann!.contains(key)) this.ann!.remove(key)
+      keys[index] = key
+      vectors.set(this.slab.subarray(num * this.dimensions, (num + 1) * this.dimensions), index * this.dimensions)
+    })
+    this.ann.add(keys, vectors)
     return this.annBacklog.size
   }
 

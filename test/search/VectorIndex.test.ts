@@ -72,4 +72,24 @@ describe("VectorIndex above the exact-scan bound", () => {
       )
     }
   })
+
+  it("a vector replaced after the HNSW index was built is found by its new value, in the same batch as new ones", () => {
+    while (index.buildAnnStep() > 0) {}
+    // Not from `random` (its short cycle repeats vectors): two directions no stored vector has.
+    const distinct = (phase: number) => {
+      const values = Array.from({ length: dimensions }, (_, i) => Math.sin(i * 1.7 + phase))
+      const norm = Math.hypot(...values)
+      return Float32Array.from(values, (value) => value / norm)
+    }
+    const replaced = distinct(0.3)
+    const added = distinct(2.1)
+    index.set(42, replaced)
+    index.set(count, added)
+    assert.isFalse(index.annReady)
+    while (index.buildAnnStep() > 0) {}
+    assert.isTrue(index.annReady)
+    assert.strictEqual(index.search(replaced, () => true, 1, -1, byNum)[0]!.num, 42)
+    assert.strictEqual(index.search(added, () => true, 1, -1, byNum)[0]!.num, count)
+    assert.notStrictEqual(index.search(vectors[42]!, () => true, 1, -1, byNum)[0]!.num, 42)
+  })
 })
