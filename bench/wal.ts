@@ -11,6 +11,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Deferred, Effect, Exit, Layer, Queue, Schema } from "effect"
 import * as EventBus from "../src/actors/EventBus.ts"
+import { openCheckpoint } from "../src/stores/Checkpoint.ts"
 import { defaultStoreOptions, makeStore, type StoreOptions } from "../src/stores/StoreActor.ts"
 import { defaultPreallocateBytes, openLocalWal } from "../src/stores/Wal.ts"
 import { layerNode } from "../src/stores/WalFs.ts"
@@ -182,10 +183,15 @@ const recovery = (corpus: number, tail: number) => {
       }).pipe(Effect.scoped) // a clean close checkpoints and releases the WAL
     }
     if (tail > 0) {
+      // The clean close released the whole log: the tail continues the checkpoint's generation.
+      const checkpoint = yield* openCheckpoint(`${dir}/lmdb`).pipe(Effect.orDie)
+      const salt = checkpoint.salt()
+      yield* Effect.promise(() => checkpoint.close())
       const opened = yield* openLocalWal({
         dir: `${dir}/wal`,
         segmentBytesMax: options.walSegmentBytesMax,
         replayAfterSeq: corpus,
+        ...(salt !== undefined ? { salt } : {}),
       })
       for (let start = 0; start < tail; start += 256) {
         const entries = Array.from({ length: Math.min(256, tail - start) }, (_, index) => ({

@@ -103,9 +103,12 @@ export interface Wal {
   readonly appendBatch: (
     entries: ReadonlyArray<WalEntry>,
   ) => Effect.Effect<{ readonly firstSeq: number; readonly lastSeq: number }, WalError>
-  /** Starts a new segment if the active one holds any record, so a checkpoint can release it. */
+  /**
+   * Seals the active segment if it holds any record, so a checkpoint can release it: the next
+   * append starts a new segment (none is created before one is needed).
+   */
   readonly rotate: () => Effect.Effect<void, WalError>
-  /** Deletes segments whose records are all at or below `seq` (never the active one). */
+  /** Deletes segments whose records are all at or below `seq` (never one still open for appends). */
   readonly releaseThrough: (seq: number) => Effect.Effect<number, WalError>
   readonly stats: () => WalStats
   readonly close: () => Effect.Effect<void>
@@ -417,6 +420,8 @@ const makeLocalWal = Effect.fnUntraced(function* (init: {
   const segments: Array<SegmentState> = init.segments.map((segment) => ({ ...segment }))
   let nextSeq = init.nextSeq
   let active: WalFile | undefined
+  /** Set by `rotate`: the last segment takes no more records; the next append starts a new one. */
+  let sealed = false
   let poisoned: WalError | undefined
   let appends = 0
   let fsyncs = 0
@@ -449,9 +454,11 @@ const makeLocalWal = Effect.fnUntraced(function* (init: {
 
   const activeFile = Effect.fnUntraced(function* () {
     const last = segments[segments.length - 1]
-    if (last === undefined || last.size >= init.segmentBytesMax) {
+    if (last === undefined || sealed || last.size >= init.segmentBytesMax) {
       if (active !== undefined) yield* active.close()
+      active = undefined
       active = yield* createSegment(nextSeq)
+      sealed = false
     } else if (active === undefined) {
       active = yield* fs
         .open(path.join(dir, last.name), { create: false })
@@ -500,14 +507,20 @@ const makeLocalWal = Effect.fnUntraced(function* (init: {
       const last = segments[segments.length - 1]
       if (last === undefined || last.size <= segmentHeaderBytes) return
       if (active !== undefined) yield* active.close()
-      active = yield* createSegment(nextSeq)
+      active = undefined
+      sealed = true
     }).pipe(Effect.mapError(poison))
 
   const releaseThrough: Wal["releaseThrough"] = (seq) =>
     Effect.gen(function* () {
       if (poisoned !== undefined) return yield* poisoned
       let removed = 0
-      while (segments.length > 1 && segments[1]!.firstSeq - 1 <= seq) {
+      while (segments.length > 0) {
+        // A segment's last record: the one before the next segment's first, or, for a sealed last
+        // segment, the last one written. The last segment is never released while open for appends.
+        const lastSeq =
+          segments.length > 1 ? segments[1]!.firstSeq - 1 : sealed ? nextSeq - 1 : Number.POSITIVE_INFINITY
+        if (lastSeq > seq) break
         const segment = segments[0]!
         yield* fs.remove(path.join(dir, segment.name)).pipe(Effect.mapError(fsFailure("WriteFailed")))
         // Oldest first, each durable before the next: a power cut leaves a suffix of the log, never a gap.

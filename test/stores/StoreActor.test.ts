@@ -13,6 +13,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Layer, Option, PubSub, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import * as EventBus from "../../src/actors/EventBus.ts"
+import { openCheckpoint } from "../../src/stores/Checkpoint.ts"
 import { defaultStoreOptions, makeStore, type StoreError, type StoreOptions } from "../../src/stores/StoreActor.ts"
 import { openLocalWal } from "../../src/stores/Wal.ts"
 import { layerNode } from "../../src/stores/WalFs.ts"
@@ -444,19 +445,23 @@ describe("StoreActor on the real file system", () => {
           for (const i of range(1, 10)) yield* store.send(put(`x${i}`))
         }),
       )
-      // The stopped store's log gets ten more batches that LMDB has not seen (as after a crash),
-      // written through the WAL itself, then a flipped byte in the fifth of them: valid records follow.
+      // The stopped store's log (released whole by the clean shutdown's checkpoint) gets ten more
+      // batches that LMDB has not seen (as after a crash), written through the WAL itself with the
+      // checkpoint's generation, then a flipped byte in the fifth of them: valid records follow.
       const walDir = join(dirA, "wal")
-      const names = readdirSync(walDir)
-        .filter((name) => parseSegmentFileName(name) !== undefined)
-        .sort()
+      const checkpoint = yield* openCheckpoint(join(dirA, "lmdb"))
+      const appliedSeq = checkpoint.appliedSeq()
+      const salt = checkpoint.salt()!
+      yield* Effect.promise(() => checkpoint.close())
+      assert.strictEqual(appliedSeq, 10)
       const appended = yield* Effect.scoped(
         Effect.gen(function* () {
           const { wal } = yield* Effect.acquireRelease(
             openLocalWal({
               dir: walDir,
               segmentBytesMax: defaultStoreOptions.walSegmentBytesMax,
-              replayAfterSeq: parseSegmentFileName(names[0]!)! - 1,
+              replayAfterSeq: appliedSeq,
+              salt,
             }),
             (opened) => opened.wal.close(),
           )

@@ -319,7 +319,7 @@ describe("Wal on the real file system", () => {
     }),
   )
 
-  it.effect("rotate starts a new segment only when the active one holds records, so a checkpoint can release it", () =>
+  it.effect("rotate seals a segment that holds records; release deletes it; the next append starts a new segment", () =>
     Effect.gen(function* () {
       const dir = yield* tempDir
       yield* Effect.scoped(
@@ -329,27 +329,62 @@ describe("Wal on the real file system", () => {
             { type: 1, payload: Buffer.from("a") },
             { type: 1, payload: Buffer.from("b") },
           ])
+          // Records above the release point keep their sealed segment.
           yield* wal.rotate()
-          assert.deepStrictEqual(segmentFiles(dir), [segmentFileName(1), segmentFileName(3)])
-          assert.strictEqual(statSync(join(dir, segmentFileName(3))).size, segmentHeaderBytes)
-          // An empty active segment is not rotated again.
-          yield* wal.rotate()
-          assert.deepStrictEqual(segmentFiles(dir), [segmentFileName(1), segmentFileName(3)])
+          assert.deepStrictEqual(segmentFiles(dir), [segmentFileName(1)])
+          assert.strictEqual(yield* wal.releaseThrough(1), 0)
+          assert.deepStrictEqual(segmentFiles(dir), [segmentFileName(1)])
+          // Sealed and all released: no segment is left, and none is made before it is needed.
           assert.strictEqual(yield* wal.releaseThrough(2), 1)
-          assert.deepStrictEqual(segmentFiles(dir), [segmentFileName(3)])
+          assert.deepStrictEqual(segmentFiles(dir), [])
+          assert.strictEqual(wal.stats().segments, 0)
           assert.deepStrictEqual(yield* wal.appendBatch([{ type: 1, payload: Buffer.from("c") }]), {
             firstSeq: 3,
             lastSeq: 3,
           })
+          assert.deepStrictEqual(segmentFiles(dir), [segmentFileName(3)])
+          // An open segment is never released, even when all its records are below the point.
+          assert.strictEqual(yield* wal.releaseThrough(3), 0)
+          // A segment without records is not sealed.
+          yield* wal.rotate()
+          yield* wal.rotate()
+          assert.strictEqual(yield* wal.releaseThrough(3), 1)
+          yield* wal.appendBatch([{ type: 1, payload: Buffer.from("d") }])
+          assert.deepStrictEqual(segmentFiles(dir), [segmentFileName(4)])
+          yield* wal.rotate()
+          yield* wal.rotate()
+          assert.deepStrictEqual(segmentFiles(dir), [segmentFileName(4)])
         }),
       )
-      const { replay, report } = yield* openWal(dir, { replayAfterSeq: 2 })
+      const { replay, report } = yield* openWal(dir, { replayAfterSeq: 3 })
       assert.deepStrictEqual(
         replay.map((record) => [record.seq, text(record.payload)]),
-        [[3, "c"]],
+        [[4, "d"]],
       )
-      assert.strictEqual(report.firstSeq, 3)
+      assert.strictEqual(report.firstSeq, 4)
       assert.isUndefined(report.tornTail)
+    }),
+  )
+
+  it.effect("a log released whole reopens at the sequence after the checkpoint", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      yield* writeBatches(dir, [["a", "b"]])
+      yield* Effect.scoped(
+        Effect.gen(function* () {
+          const { wal } = yield* openWal(dir)
+          yield* wal.rotate()
+          assert.strictEqual(yield* wal.releaseThrough(2), 1)
+        }),
+      )
+      assert.deepStrictEqual(segmentFiles(dir), [])
+      const { wal, replay, report } = yield* openWal(dir, { replayAfterSeq: 2 })
+      assert.deepStrictEqual(replay, [])
+      assert.strictEqual(report.lastSeq, 2)
+      assert.deepStrictEqual(yield* wal.appendBatch([{ type: 1, payload: Buffer.from("c") }]), {
+        firstSeq: 3,
+        lastSeq: 3,
+      })
     }),
   )
 
