@@ -3,7 +3,7 @@
  *
  * The store actor decides and applies every command of a batch against an overlay, so a command
  * sees the effects of the commands before it in the same batch, before anything is durable. Only
- * after the WAL fdatasync do the overlay's changes reach LMDB, in one transaction. Range reads
+ * after the durable WAL write do the overlay's changes reach LMDB. Range reads
  * merge the committed range with the overlay's changed keys, in key order.
  */
 import type { Change, Entry, KeyRange, StoreView, StoreWriter } from "./Checkpoint.ts"

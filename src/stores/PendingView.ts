@@ -2,8 +2,9 @@
  * The committed state as readers must see it: LMDB plus the acknowledged batches whose LMDB
  * commit has not finished yet.
  *
- * The store actor acknowledges a batch as soon as its WAL fdatasync returns; the LMDB commit of
- * the same changes runs on lmdb-js's write thread and finishes a little later. Until it does, the
+ * The store actor acknowledges a batch as soon as its WAL write is durable; the LMDB commit of
+ * the same changes is coalesced (CommitQueue.ts: up to a second later) and runs on lmdb-js's write
+ * thread. Until it does, the
  * batch's changes live here, so a read after an acknowledgement always sees the write
  * (read-your-writes) and the writer never waits for LMDB. When LMDB confirms the commit of the
  * batch ending at sequence S, every key whose latest pending change is at or below S is evicted.

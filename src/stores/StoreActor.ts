@@ -4,7 +4,7 @@
  * Owns the store's WAL and LMDB checkpoint; nothing else writes them. Commands arrive in a bounded
  * mailbox; the actor takes up to `batchCommandsMax` at a time and, for the whole batch:
  * decides and applies every command against an in-memory overlay (so later commands see earlier
- * ones), appends all events to the WAL with one fdatasync, hands the overlay's changes to LMDB
+ * ones), appends all events to the WAL with one durable write, hands the overlay's changes to LMDB
  * (committed on lmdb-js's write thread, together with the new applied sequence), publishes the
  * events, and answers every caller (group commit). An acknowledged write is durable in the WAL;
  * until its LMDB commit finishes, reads see it through `PendingView`. Reads are LMDB read
