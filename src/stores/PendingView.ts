@@ -4,9 +4,8 @@
  *
  * The store actor acknowledges a batch as soon as its WAL write is durable; the LMDB commit of
  * the same changes is coalesced (CommitQueue.ts: up to a second later) and runs on lmdb-js's write
- * thread. Until it does, the
- * batch's changes live here, so a read after an acknowledgement always sees the write
- * (read-your-writes) and the writer never waits for LMDB. When LMDB confirms the commit of the
+ * thread. Until it does, the batch's changes live here, so a read after an acknowledgement always
+ * sees the write (read-your-writes) and the writer never waits for LMDB. When LMDB confirms the commit of the
  * batch ending at sequence S, every key whose latest pending change is at or below S is evicted.
  * JavaScript runs a synchronous query to its end without interleaving, and lmdb-js renews its read
  * transaction only between turns, so a query sees one consistent snapshot of both layers.
