@@ -1,8 +1,9 @@
 /**
  * What the audit ledger writes for one committed event. Record stores' events carry who, the
- * tool and the record's title, so their entries are complete. Graph events carry the project
- * and what changed but not who (the graph store's events predate the ledger): their entries
- * name the tool the event implies and `who: "unknown"`. Events of any other store get a
+ * tool and the record's title, so their entries are complete. Graph events carry the project,
+ * what changed and who (`by`, the client that asked; events written before it existed, and
+ * imports, have none and say `who: "unknown"`); their entries name the tool the event implies.
+ * Events of any other store (a conversation message's `created_by`, say) get a
  * generic entry from whatever `project`/`by`/`tool` fields they have. The audit store's own
  * events are never audited (that would never end).
  */
@@ -105,7 +106,7 @@ export const auditEntryOf = (committed: CommittedEvent): AuditEntryInput | undef
   if (store === "graph") {
     const graph = event as GraphEvent
     const { tool, action, summary } = graphEntry(graph)
-    return { store, sourceSeq, at, project: graph.project, who: "unknown", tool, action, summary }
+    return { store, sourceSeq, at, project: graph.project, who: graph.by ?? "unknown", tool, action, summary }
   }
   const tag = stringField(event, "_tag") ?? "event"
   return {
@@ -113,7 +114,12 @@ export const auditEntryOf = (committed: CommittedEvent): AuditEntryInput | undef
     sourceSeq,
     at,
     project: stringField(event, "project") ?? allProjectsMarker,
-    who: stringField(event, "by") ?? stringField(event, "createdBy") ?? stringField(event, "client") ?? "unknown",
+    who:
+      stringField(event, "by") ??
+      stringField(event, "createdBy") ??
+      stringField(event, "created_by") ??
+      stringField(event, "client") ??
+      "unknown",
     tool: stringField(event, "tool") ?? tag,
     action: tag,
     summary: `${store}: ${tag}`,

@@ -41,22 +41,44 @@ const EntityInput = Schema.Struct({
   observations: Schema.Array(Schema.String),
 })
 
+/**
+ * Who asked for a change (the MCP client's identity, `ToolCaller.client`): optional on every
+ * command, copied by `decide` onto the events it makes, read by the audit ledger. Events written
+ * before it existed, and writes that come from no client (imports), have none.
+ */
+const author = { by: Schema.optional(Schema.String) }
+
 /** Commands of the graph store; each names its project. */
 export const GraphCommand = Schema.Union([
-  Schema.TaggedStruct("CreateEntities", { project: Schema.String, entities: Schema.Array(EntityInput) }),
-  Schema.TaggedStruct("CreateRelations", { project: Schema.String, relations: Schema.Array(RelationTriple) }),
+  Schema.TaggedStruct("CreateEntities", { project: Schema.String, ...author, entities: Schema.Array(EntityInput) }),
+  Schema.TaggedStruct("CreateRelations", {
+    project: Schema.String,
+    ...author,
+    relations: Schema.Array(RelationTriple),
+  }),
   Schema.TaggedStruct("AddObservations", {
     project: Schema.String,
+    ...author,
     observations: Schema.Array(Schema.Struct({ entityName: Schema.String, contents: Schema.Array(Schema.String) })),
   }),
-  Schema.TaggedStruct("DeleteEntities", { project: Schema.String, entityNames: Schema.Array(Schema.String) }),
+  Schema.TaggedStruct("DeleteEntities", {
+    project: Schema.String,
+    ...author,
+    entityNames: Schema.Array(Schema.String),
+  }),
   Schema.TaggedStruct("DeleteObservations", {
     project: Schema.String,
+    ...author,
     deletions: Schema.Array(Schema.Struct({ entityName: Schema.String, observations: Schema.Array(Schema.String) })),
   }),
-  Schema.TaggedStruct("DeleteRelations", { project: Schema.String, relations: Schema.Array(RelationTriple) }),
+  Schema.TaggedStruct("DeleteRelations", {
+    project: Schema.String,
+    ...author,
+    relations: Schema.Array(RelationTriple),
+  }),
   Schema.TaggedStruct("MergeEntities", {
     project: Schema.String,
+    ...author,
     target: Schema.String,
     sources: Schema.Array(Schema.String),
   }),
@@ -70,28 +92,37 @@ const NewRelation = Schema.Struct({ ...RelationTriple.fields, order: Schema.Numb
 export const GraphEvent = Schema.Union([
   Schema.TaggedStruct("EntitiesCreated", {
     project: Schema.String,
+    ...author,
     at: Schema.Number,
     entities: Schema.Array(NewEntity),
   }),
   Schema.TaggedStruct("RelationsCreated", {
     project: Schema.String,
+    ...author,
     at: Schema.Number,
     relations: Schema.Array(NewRelation),
   }),
   Schema.TaggedStruct("ObservationsAdded", {
     project: Schema.String,
+    ...author,
     at: Schema.Number,
     additions: Schema.Array(Schema.Struct({ entityName: Schema.String, texts: Schema.Array(Schema.String) })),
   }),
-  Schema.TaggedStruct("EntitiesDeleted", { project: Schema.String, names: Schema.Array(Schema.String) }),
+  Schema.TaggedStruct("EntitiesDeleted", { project: Schema.String, ...author, names: Schema.Array(Schema.String) }),
   Schema.TaggedStruct("ObservationsDeleted", {
     project: Schema.String,
+    ...author,
     at: Schema.Number,
     deletions: Schema.Array(Schema.Struct({ entityName: Schema.String, texts: Schema.Array(Schema.String) })),
   }),
-  Schema.TaggedStruct("RelationsDeleted", { project: Schema.String, relations: Schema.Array(RelationTriple) }),
+  Schema.TaggedStruct("RelationsDeleted", {
+    project: Schema.String,
+    ...author,
+    relations: Schema.Array(RelationTriple),
+  }),
   Schema.TaggedStruct("EntitiesMerged", {
     project: Schema.String,
+    ...author,
     at: Schema.Number,
     target: Schema.String,
     sources: Schema.Array(Schema.String),
@@ -440,12 +471,27 @@ const apply = (event: GraphEvent, state: StoreWriter): void => {
   }
 }
 
+/** `decide`, with the command's author copied onto every event. */
+const decideAuthored: StoreDefinition<GraphCommand, GraphEvent, GraphReply, GraphFailure>["decide"] = (
+  command,
+  state,
+  context,
+) => {
+  const outcome: Result.Result<Decision<GraphEvent, GraphReply>, GraphFailure> = decide(command, state, context)
+  const by = command.by
+  if (by === undefined || Result.isFailure(outcome)) return outcome
+  return ok(
+    outcome.success.events.map((event) => ({ ...event, by })),
+    outcome.success.reply,
+  )
+}
+
 /** The graph store's definition. */
 export const graphStore: StoreDefinition<GraphCommand, GraphEvent, GraphReply, GraphFailure> = {
   name: "graph",
   commandSchema: GraphCommand,
   eventSchema: GraphEvent,
-  decide,
+  decide: decideAuthored,
   apply,
 }
 

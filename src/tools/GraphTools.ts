@@ -50,7 +50,9 @@ const official = <Args>(
 const send = (command: GraphCommand, caller: ToolCaller) =>
   Effect.gen(function* () {
     const router = yield* Router
-    return yield* router.store(graphStore).send(command, { idempotencyKey: caller.idempotencyKey })
+    return yield* router
+      .store(graphStore)
+      .send({ ...command, by: caller.client }, { idempotencyKey: caller.idempotencyKey })
   }).pipe(Effect.mapError(toToolError))
 
 const read = <A>(query: (view: StoreView) => A) =>

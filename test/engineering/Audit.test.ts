@@ -5,8 +5,10 @@
  * acknowledged; queryable by store, tool, who, record, time and page; kept across restarts;
  * duplicates of a source audited once and lost sources reported as a gap.
  */
+
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import { Effect, Result } from "effect"
+import { auditEntryOf } from "../../src/engineering/AuditEntries.ts"
 import { queryAudit } from "../../src/engineering/AuditQueries.ts"
 import { auditStore } from "../../src/engineering/AuditStore.ts"
 import type { Entry, KeyRange, StoreWriter } from "../../src/stores/Checkpoint.ts"
@@ -144,30 +146,55 @@ describe("audit ledger", () => {
 })
 
 describe("audit ledger over the full engine", () => {
-  it.live("graph mutations are audited with the tool they imply, and the ledger survives a restart", () =>
-    Effect.promise(async () => {
-      const dir = tempDir()
-      const first = await openEngine(dir)
-      await first.ok("create_entities", { entities: [{ name: "WAL", entityType: "module", observations: ["fsync"] }] })
-      await first.ok("add_observations", { observations: [{ entityName: "WAL", contents: ["segments"] }] })
-      await first.ok("create_relations", { relations: [{ from: "WAL", to: "LMDB", relationType: "feeds" }] })
-      await first.ok("delete_entities", { entityNames: ["WAL"] })
-      await first.ok("add_task", { title: "survive" })
-      const before = (await first.ok("query_audit", { limit: 500 })).structured.entries
-      await first.close()
-      const second = await openEngine(dir)
-      const after = (await second.ok("query_audit", { limit: 500 })).structured.entries
-      await second.close()
-      assert.deepStrictEqual(after, before)
-      assert.deepStrictEqual(before.map((entry: Json) => [entry.store, entry.tool, entry.summary]).reverse(), [
-        ["graph", "create_entities", "created 1 entity: WAL"],
-        ["graph", "add_observations", "added 1 observation to WAL"],
-        ["graph", "create_relations", "created 1 relation: WAL -feeds-> LMDB"],
-        ["graph", "delete_entities", "deleted 1 entity: WAL"],
-        ["tasks", "add_task", "created task " + before[0].recordId + ": survive"],
-      ])
-    }),
+  it.live(
+    "graph mutations are audited with the tool they imply and the client that asked, and the ledger survives a restart",
+    () =>
+      Effect.promise(async () => {
+        const dir = tempDir()
+        const first = await openEngine(dir)
+        await first.ok("create_entities", {
+          entities: [{ name: "WAL", entityType: "module", observations: ["fsync"] }],
+        })
+        await first.ok("add_observations", { observations: [{ entityName: "WAL", contents: ["segments"] }] })
+        await first.ok("create_relations", { relations: [{ from: "WAL", to: "LMDB", relationType: "feeds" }] })
+        await first.ok("delete_entities", { entityNames: ["WAL"] })
+        await first.ok("add_task", { title: "survive" })
+        const before = (await first.ok("query_audit", { limit: 500 })).structured.entries
+        await first.close()
+        const second = await openEngine(dir)
+        const after = (await second.ok("query_audit", { limit: 500 })).structured.entries
+        await second.close()
+        assert.deepStrictEqual(after, before)
+        const who = "eng-test/1 via test" // the MCP client of `openEngine`
+        assert.deepStrictEqual(
+          before.map((entry: Json) => [entry.store, entry.tool, entry.who, entry.summary]).reverse(),
+          [
+            ["graph", "create_entities", who, "created 1 entity: WAL"],
+            ["graph", "add_observations", who, "added 1 observation to WAL"],
+            ["graph", "create_relations", who, "created 1 relation: WAL -feeds-> LMDB"],
+            ["graph", "delete_entities", who, "deleted 1 entity: WAL"],
+            ["tasks", "add_task", who, "created task " + before[0].recordId + ": survive"],
+          ],
+        )
+      }),
   )
+})
+
+describe("audit entries of other stores", () => {
+  it("a written conversation message is audited with its author", () => {
+    const entry = auditEntryOf({
+      store: "conversations",
+      seq: 3,
+      at: 1_000,
+      event: { _tag: "MessageWritten", project: "p", created_by: "claude-code/2 via ws", message: {} },
+    })
+    assert.deepInclude(entry, {
+      store: "conversations",
+      project: "p",
+      who: "claude-code/2 via ws",
+      tool: "MessageWritten",
+    })
+  })
 })
 
 describe("audit store", () => {
