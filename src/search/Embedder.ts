@@ -1,10 +1,13 @@
 /**
  * The embedder: sentence embeddings for search, on onnxruntime-node.
  *
- * Owns one encoder on the main thread (short query texts: one ONNX run of the static model takes
- * tens of microseconds, less than a round trip to a worker) and one in a worker thread (batches
- * of documents being indexed). The model loads in the background: until it is ready, `embedQuery`
- * answers `undefined` and search falls back to full text; `ready` waits for it.
+ * Owns one encoder on the main thread, for queries and small batches (one ONNX run of the static
+ * model takes tens of microseconds, less than a round trip to a worker), and, only while large
+ * batches come (a bulk import, a re-index), a second one in a worker thread, so the main thread
+ * never blocks for long. The worker starts with the first batch above `inlineBatchMax` texts and
+ * closes after `workerIdleMs` without one: an idle daemon holds one copy of the model, not two
+ * (each is about 90 MiB resident). The model loads in the background: until it is ready,
+ * `embedQuery` answers `undefined` and search falls back to full text; `ready` waits for it.
  *
  * The default model is the static GloVe SIF graph (StaticModelBuild.ts): taken from
  * dist/models/ when `npm run build` made it, else built once into `<dataDir>/search/models/`.
@@ -29,7 +32,15 @@ export class EmbedderError extends Schema.TaggedError<EmbedderError>()("Embedder
 /** Where the embedder is, for health and mem-stats. */
 export type EmbedderStatus =
   | { readonly state: "loading" }
-  | { readonly state: "ready"; readonly modelId: string; readonly dimensions: number; readonly worker: boolean }
+  | {
+      readonly state: "ready"
+      readonly modelId: string
+      readonly dimensions: number
+      /** Large batches go to a worker thread. */
+      readonly worker: boolean
+      /** That worker is started now (it closes when idle). */
+      readonly workerRunning?: boolean
+    }
   | { readonly state: "failed"; readonly message: string }
 
 /** Sentence embeddings. */
@@ -41,7 +52,7 @@ export class Embedder extends Context.Service<
     readonly status: () => EmbedderStatus
     /** Embeds one query inline; `undefined` while loading or when no word is known. */
     readonly embedQuery: (text: string) => Effect.Effect<Float32Array | undefined, EmbedderError>
-    /** Embeds many texts in the worker thread (inline when the worker is off). */
+    /** Embeds many texts: inline up to `inlineBatchMax`, above it in the worker thread (when on). */
     readonly embedBatch: (
       texts: ReadonlyArray<string>,
     ) => Effect.Effect<ReadonlyArray<Float32Array | undefined>, EmbedderError>
@@ -97,9 +108,18 @@ export interface EmbedderConfig {
   readonly model?: EncoderConfig
   /** Used to cache a default model built on first run. */
   readonly dataDir?: string
-  /** Embed batches in a worker thread (default true). */
+  /** Embed large batches in a worker thread (default true). */
   readonly worker?: boolean
+  /** Batches of at most this many texts run inline (default `defaultInlineBatchMax`; 0: none). */
+  readonly inlineBatchMax?: number
+  /** The worker closes after this long without a batch (default `defaultWorkerIdleMs`). */
+  readonly workerIdleMs?: number
 }
+
+/** Batches up to this size run on the main thread: about 0.4 ms of ONNX for the static model. */
+export const defaultInlineBatchMax = 32
+/** An unused batch worker is closed after a minute. */
+export const defaultWorkerIdleMs = 60_000
 
 /** Starts a worker running `EmbedderWorker` for `config`; from source, through tsx's loader. */
 const startWorker = (config: EncoderConfig | { readonly build: string }): Worker => {
@@ -118,22 +138,25 @@ const startWorker = (config: EncoderConfig | { readonly build: string }): Worker
 /** How long a worker may take to release its model and exit before it is terminated. */
 const workerCloseTimeoutMs = 5_000
 
-/** A worker-backed batch encoder; resolves once the worker's model is loaded. */
-const openWorker = (
-  config: EncoderConfig,
-  own: (close: () => Promise<unknown>) => void,
-): Promise<{ encode: SentenceEncoder["encode"] }> =>
+/** A worker-backed batch encoder. */
+interface BatchWorker {
+  readonly encode: SentenceEncoder["encode"]
+  /** Asks the worker to release its model and exit; terminates it if it does not in time. */
+  readonly close: () => Promise<void>
+}
+
+/** Starts a worker-backed batch encoder; resolves once the worker's model is loaded. */
+const openWorker = (config: EncoderConfig): Promise<BatchWorker> =>
   new Promise((resolve, reject) => {
     const worker = startWorker(config)
-    own(async () => {
+    const close = async () => {
       worker.removeAllListeners("exit")
-      // Ask the worker to release its model and exit; terminate only if it does not in time.
       const exited = new Promise<void>((done) => worker.once("exit", () => done()))
       worker.postMessage({ close: true } satisfies WorkerRequest)
       const timer = setTimeout(() => void worker.terminate(), workerCloseTimeoutMs)
       await exited
       clearTimeout(timer)
-    })
+    }
     const pending = new Map<
       number,
       { resolve: (v: Array<Float32Array | undefined>) => void; reject: (e: Error) => void }
@@ -149,10 +172,16 @@ const openWorker = (
       failAll(error)
       reject(error)
     })
-    worker.on("exit", (code) => failAll(new Error(`embedder worker exited (${code})`)))
+    worker.on("exit", (code) => {
+      failAll(new Error(`embedder worker exited (${code})`))
+      reject(new Error(`embedder worker exited (${code}) before its model loaded`))
+    })
     worker.on("message", (reply: WorkerReply) => {
       if ("ready" in reply) {
-        if (!reply.ready) return reject(new Error(reply.error))
+        if (!reply.ready) {
+          void worker.terminate()
+          return reject(new Error(reply.error))
+        }
         return resolve({
           encode: (texts) => {
             if (failed !== undefined) return Promise.reject(failed)
@@ -162,6 +191,7 @@ const openWorker = (
               worker.postMessage({ id, texts } satisfies WorkerRequest)
             })
           },
+          close,
         })
       }
       if (!("id" in reply)) return
@@ -173,15 +203,68 @@ const openWorker = (
     })
   })
 
+/**
+ * The batch worker of one embedder: started on first use, closed after `idleMs` without a batch
+ * (never while one runs), closed for good by `shutdown`. A worker that failed is replaced by the
+ * next batch.
+ */
+const lazyWorker = (config: EncoderConfig, idleMs: number) => {
+  let current: Promise<BatchWorker> | undefined
+  let running = 0
+  let idleTimer: ReturnType<typeof setTimeout> | undefined
+  let shut = false
+  const release = (worker: Promise<BatchWorker> | undefined) =>
+    worker?.then((opened) => opened.close()).catch(() => undefined) ?? Promise.resolve()
+  const armIdle = () => {
+    if (idleTimer !== undefined) clearTimeout(idleTimer)
+    idleTimer = setTimeout(() => {
+      idleTimer = undefined
+      if (running > 0) return armIdle()
+      const idle = current
+      current = undefined
+      void release(idle)
+    }, idleMs)
+    idleTimer.unref()
+  }
+  return {
+    encode: async (texts: ReadonlyArray<string>): Promise<Array<Float32Array | undefined>> => {
+      if (shut) throw new Error("the embedder was closed")
+      current ??= openWorker(config)
+      const opened = current
+      running++
+      try {
+        return await (await opened).encode(texts)
+      } catch (error) {
+        if (current === opened) current = undefined
+        void release(opened)
+        throw error
+      } finally {
+        running--
+        armIdle()
+      }
+    },
+    /** True while a worker is started or running. */
+    isOpen: () => current !== undefined,
+    shutdown: () => {
+      shut = true
+      if (idleTimer !== undefined) clearTimeout(idleTimer)
+      const last = current
+      current = undefined
+      return release(last)
+    },
+  }
+}
+
 const errorMessage = (error: unknown) => (error instanceof Error ? error.message : String(error))
 
 /** Builds the embedder; the model loads in the background and is released with the scope. */
 export const makeEmbedder = (config: EmbedderConfig): Effect.Effect<Embedder["Service"], never, Scope.Scope> =>
   Effect.gen(function* () {
     const useWorker = config.worker ?? true
+    const inlineBatchMax = config.inlineBatchMax ?? defaultInlineBatchMax
     let status: EmbedderStatus = { state: "loading" }
     let inline: SentenceEncoder | undefined
-    let batch: SentenceEncoder["encode"] | undefined
+    let batchWorker: ReturnType<typeof lazyWorker> | undefined
     const closers: Array<() => Promise<unknown>> = []
     let closed = false
     // Loading goes on in a promise even if the scope closes meanwhile: whatever it opens after
@@ -202,8 +285,11 @@ export const makeEmbedder = (config: EmbedderConfig): Effect.Effect<Embedder["Se
         own(encoder.close)
         if (closed) throw new Error("the embedder was closed while loading")
         inline = encoder
-        if (useWorker) batch = (await openWorker(model, own)).encode
-        else batch = encoder.encode
+        if (useWorker) {
+          const worker = lazyWorker(model, config.workerIdleMs ?? defaultWorkerIdleMs)
+          own(worker.shutdown)
+          batchWorker = worker
+        }
         return { state: "ready", modelId: encoder.id, dimensions: encoder.dimensions, worker: useWorker } as const
       },
       catch: (error) => new EmbedderError({ reason: "LoadFailed", message: errorMessage(error) }),
@@ -231,17 +317,18 @@ export const makeEmbedder = (config: EmbedderConfig): Effect.Effect<Embedder["Se
 
     return Embedder.of({
       ready: Deferred.await(loaded),
-      status: () => status,
+      status: () => (status.state === "ready" ? { ...status, workerRunning: batchWorker?.isOpen() ?? false } : status),
       embedQuery: (text) =>
         inline === undefined ? Effect.succeed(undefined) : Effect.map(run(inline.encode, [text]), (out) => out[0]),
       embedBatch: (texts) =>
         Effect.gen(function* () {
-          if (batch === undefined) {
+          if (inline === undefined) {
             const ready = yield* Deferred.await(loaded)
             if (ready.state === "failed")
               return yield* new EmbedderError({ reason: "LoadFailed", message: ready.message })
           }
-          return yield* run(batch!, texts)
+          if (batchWorker !== undefined && texts.length > inlineBatchMax) return yield* run(batchWorker.encode, texts)
+          return yield* run(inline!.encode, texts)
         }),
     })
   })

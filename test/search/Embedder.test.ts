@@ -208,7 +208,11 @@ describe("Embedder service", () => {
       return { batch, inline }
     })
     const { batch, inline } = await Effect.runPromise(
-      program.pipe(Effect.provide(Layer.fresh(Embedder.layer({ model: { kind: "static", dir }, worker: true })))),
+      program.pipe(
+        Effect.provide(
+          Layer.fresh(Embedder.layer({ model: { kind: "static", dir }, worker: true, inlineBatchMax: 0 })),
+        ),
+      ),
     )
     assert.strictEqual(batch[2], undefined)
     assert.strictEqual(batch[3], undefined)
@@ -216,5 +220,40 @@ describe("Embedder service", () => {
       if (vector === undefined) assert.strictEqual(inline[i], undefined)
       else for (let j = 0; j < vector.length; j++) assert.closeTo(vector[j]!, inline[i]![j]!, 1e-6)
     })
+  })
+
+  it("runs small batches inline, starts the worker for a large one, and closes it once idle", async () => {
+    const dir = temp()
+    buildStaticModel({ outDir: dir, vocabularySize: 3000, includeEngineeringWords: false })
+    const running = (status: Embedder.EmbedderStatus) => (status.state === "ready" ? status.workerRunning : undefined)
+    const seen = await Effect.runPromise(
+      Effect.gen(function* () {
+        const embedder = yield* Embedder.Embedder
+        yield* embedder.ready
+        const atStart = running(embedder.status())
+        const small = yield* embedder.embedBatch(["deploy the new release", "the database was slow"])
+        const afterSmall = running(embedder.status())
+        const large = yield* embedder.embedBatch(Array.from({ length: 5 }, () => "deploy the new release"))
+        const afterLarge = running(embedder.status())
+        yield* Effect.sleep("400 millis")
+        const afterIdle = running(embedder.status())
+        // The same vectors either way, and a new worker for the next large batch.
+        const again = yield* embedder.embedBatch(Array.from({ length: 5 }, () => "deploy the new release"))
+        return { atStart, afterSmall, afterLarge, afterIdle, small, large, again }
+      }).pipe(
+        Effect.provide(
+          Layer.fresh(
+            Embedder.layer({ model: { kind: "static", dir }, worker: true, inlineBatchMax: 2, workerIdleMs: 100 }),
+          ),
+        ),
+      ),
+    )
+    assert.deepStrictEqual(
+      [seen.atStart, seen.afterSmall, seen.afterLarge, seen.afterIdle],
+      [false, false, true, false],
+    )
+    for (const vectors of [seen.large, seen.again])
+      for (const vector of vectors)
+        for (let j = 0; j < vector!.length; j++) assert.closeTo(vector![j]!, seen.small[0]![j]!, 1e-6)
   })
 })
