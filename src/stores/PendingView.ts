@@ -52,21 +52,47 @@ export class PendingView implements StoreView {
     return entry.value === removed ? undefined : entry.value
   }
 
+  /**
+   * The committed range merged with the pending changes in it, streamed: the pending keys in the
+   * range are taken (and sorted) when the call is made, the committed entries are pulled one by
+   * one, so memory grows with the pending changes, not with the range (an export of every
+   * message, say). A committed entry whose key has a pending change is replaced by it.
+   */
   getRange = (range: KeyRange): Iterable<Entry> => {
     if (this.pending.size === 0) return this.base.getRange(range)
-    const inRange = [...this.pending.keys()].filter((key) => key >= range.start && key < range.end)
-    if (inRange.length === 0) return this.base.getRange(range)
-    const merged = new Map<string, unknown>()
-    for (const entry of this.base.getRange({ start: range.start, end: range.end })) merged.set(entry.key, entry.value)
-    for (const key of inRange) {
-      const { value } = this.pending.get(key)!
-      if (value === removed) merged.delete(key)
-      else merged.set(key, value)
+    const changed = new Map<string, unknown>()
+    for (const [key, { value }] of this.pending) if (key >= range.start && key < range.end) changed.set(key, value)
+    if (changed.size === 0) return this.base.getRange(range)
+    const sorted = [...changed.keys()].sort()
+    if (range.reverse) sorted.reverse()
+    const before = range.reverse ? (a: string, b: string) => a > b : (a: string, b: string) => a < b
+    const base = this.base
+    const limit = range.limit ?? Number.POSITIVE_INFINITY
+    return {
+      *[Symbol.iterator]() {
+        if (limit <= 0) return
+        let emitted = 0
+        let next = 0
+        // The pending keys up to `key`, in order; false once the limit is reached.
+        const flushUntil = function* (key: string | undefined): Generator<Entry, boolean> {
+          while (next < sorted.length && (key === undefined || before(sorted[next]!, key))) {
+            const pendingKey = sorted[next++]!
+            const value = changed.get(pendingKey)
+            if (value === removed) continue
+            yield { key: pendingKey, value }
+            if (++emitted >= limit) return false
+          }
+          return true
+        }
+        for (const entry of base.getRange({ start: range.start, end: range.end, reverse: range.reverse })) {
+          if (!(yield* flushUntil(entry.key))) return
+          if (changed.has(entry.key)) continue
+          yield entry
+          if (++emitted >= limit) return
+        }
+        yield* flushUntil(undefined)
+      },
     }
-    const keys = [...merged.keys()].sort()
-    if (range.reverse) keys.reverse()
-    const limited = range.limit === undefined ? keys : keys.slice(0, range.limit)
-    return limited.map((key) => ({ key, value: merged.get(key) }))
   }
 
   count = (range: KeyRange): number =>

@@ -1,0 +1,102 @@
+/**
+ * The pending layer readers see between an acknowledgement and its LMDB commit: a range over it is
+ * the committed range with the pending changes merged in (puts replace, removals hide), in order,
+ * forward or reverse, limited — and it streams the committed side instead of loading it whole.
+ */
+import fc from "fast-check"
+import { assert, describe, it } from "vitest"
+import type { Change, Entry, KeyRange, StoreView } from "../../src/stores/Checkpoint.ts"
+import { PendingView } from "../../src/stores/PendingView.ts"
+
+/** A committed state in memory, ranged like LMDB (start inclusive, end exclusive); counts pulls. */
+const memoryView = (entries: ReadonlyMap<string, unknown>) => {
+  const keys = [...entries.keys()].sort()
+  let pulled = 0
+  const view: StoreView = {
+    get: (key) => entries.get(key),
+    getRange: (range: KeyRange): Iterable<Entry> => ({
+      *[Symbol.iterator]() {
+        const inRange = keys.filter((key) => key >= range.start && key < range.end)
+        if (range.reverse) inRange.reverse()
+        let given = 0
+        for (const key of inRange) {
+          if (range.limit !== undefined && given >= range.limit) return
+          pulled++
+          given++
+          yield { key, value: entries.get(key) }
+        }
+      },
+    }),
+    count: (range) => keys.filter((key) => key >= range.start && key < range.end).length,
+  }
+  return { view, pulled: () => pulled }
+}
+
+const key = fc.stringMatching(/^[a-e]{1,3}$/)
+
+describe("PendingView ranges", () => {
+  it("equal the committed state with the pending changes applied, for any range, direction and limit", () => {
+    fc.assert(
+      fc.property(
+        fc.dictionary(key, fc.integer()),
+        fc.array(fc.array(fc.tuple(key, fc.option(fc.integer(), { nil: undefined })), { maxLength: 6 }), {
+          maxLength: 4,
+        }),
+        key,
+        key,
+        fc.boolean(),
+        fc.option(fc.nat({ max: 8 }), { nil: undefined }),
+        (committed, batches, a, b, reverse, limit) => {
+          const base = new Map(Object.entries(committed))
+          const pending = new PendingView(memoryView(base).view)
+          const expected = new Map(base)
+          batches.forEach((batch, index) => {
+            pending.add(batch as ReadonlyArray<Change>, index + 1)
+            for (const [changedKey, value] of batch) {
+              if (value === undefined) expected.delete(changedKey)
+              else expected.set(changedKey, value)
+            }
+          })
+          const [start, end] = a <= b ? [a, b] : [b, a]
+          const range = { start, end, reverse, ...(limit !== undefined ? { limit } : {}) }
+          const keys = [...expected.keys()].filter((k) => k >= start && k < end).sort()
+          if (reverse) keys.reverse()
+          const want = (limit === undefined ? keys : keys.slice(0, limit)).map((k) => [k, expected.get(k)])
+          const got = [...pending.getRange(range)].map((entry) => [entry.key, entry.value])
+          assert.deepStrictEqual(got, want)
+          assert.strictEqual(pending.count({ start, end }), keys.length)
+        },
+      ),
+      { numRuns: 500 },
+    )
+  })
+
+  it("streams the committed side: a limited range reads a few committed entries, not the whole range", () => {
+    const base = new Map(Array.from({ length: 10_000 }, (_, i) => [`m${String(i).padStart(5, "0")}`, i]))
+    const committed = memoryView(base)
+    const pending = new PendingView(committed.view)
+    pending.add(
+      [
+        ["m00001", "changed"],
+        ["m00002", undefined],
+        ["m09999x", "new"],
+      ],
+      1,
+    )
+    const first = [...pending.getRange({ start: "m", end: "n", limit: 3 })]
+    assert.deepStrictEqual(
+      first.map((entry) => [entry.key, entry.value]),
+      [
+        ["m00000", 0],
+        ["m00001", "changed"],
+        ["m00003", 3],
+      ],
+    )
+    assert.isAtMost(committed.pulled(), 5)
+    const last = [...pending.getRange({ start: "m", end: "n", reverse: true, limit: 2 })]
+    assert.deepStrictEqual(
+      last.map((entry) => entry.key),
+      ["m09999x", "m09999"],
+    )
+  })
+})
