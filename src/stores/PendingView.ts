@@ -11,8 +11,7 @@
  * transaction only between turns, so a query sees one consistent snapshot of both layers.
  */
 import type { Change, Entry, KeyRange, StoreView } from "./Checkpoint.ts"
-
-const removed = Symbol("removed")
+import { mergedRange, removed } from "./MergedRange.ts"
 
 interface PendingValue {
   readonly value: unknown
@@ -52,47 +51,12 @@ export class PendingView implements StoreView {
     return entry.value === removed ? undefined : entry.value
   }
 
-  /**
-   * The committed range merged with the pending changes in it, streamed: the pending keys in the
-   * range are taken (and sorted) when the call is made, the committed entries are pulled one by
-   * one, so memory grows with the pending changes, not with the range (an export of every
-   * message, say). A committed entry whose key has a pending change is replaced by it.
-   */
-  getRange = (range: KeyRange): Iterable<Entry> => {
-    if (this.pending.size === 0) return this.base.getRange(range)
-    const changed = new Map<string, unknown>()
-    for (const [key, { value }] of this.pending) if (key >= range.start && key < range.end) changed.set(key, value)
-    if (changed.size === 0) return this.base.getRange(range)
-    const sorted = [...changed.keys()].sort()
-    if (range.reverse) sorted.reverse()
-    const before = range.reverse ? (a: string, b: string) => a > b : (a: string, b: string) => a < b
-    const base = this.base
-    const limit = range.limit ?? Number.POSITIVE_INFINITY
-    return {
-      *[Symbol.iterator]() {
-        if (limit <= 0) return
-        let emitted = 0
-        let next = 0
-        // The pending keys up to `key`, in order; false once the limit is reached.
-        const flushUntil = function* (key: string | undefined): Generator<Entry, boolean> {
-          while (next < sorted.length && (key === undefined || before(sorted[next]!, key))) {
-            const pendingKey = sorted[next++]!
-            const value = changed.get(pendingKey)
-            if (value === removed) continue
-            yield { key: pendingKey, value }
-            if (++emitted >= limit) return false
-          }
-          return true
-        }
-        for (const entry of base.getRange({ start: range.start, end: range.end, reverse: range.reverse })) {
-          if (!(yield* flushUntil(entry.key))) return
-          if (changed.has(entry.key)) continue
-          yield entry
-          if (++emitted >= limit) return
-        }
-        yield* flushUntil(undefined)
-      },
-    }
+  /** The committed range with the pending changes merged in, streamed (see MergedRange.ts). */
+  getRange = (range: KeyRange): Iterable<Entry> =>
+    this.pending.size === 0 ? this.base.getRange(range) : mergedRange(this.base, this.pendingValues(), range)
+
+  private *pendingValues(): Generator<readonly [string, unknown]> {
+    for (const [key, { value }] of this.pending) yield [key, value]
   }
 
   count = (range: KeyRange): number =>

@@ -1,0 +1,51 @@
+/**
+ * A key range of a committed view with a set of uncommitted changes merged in: what the batch
+ * overlay (`Overlay`) and the pending layer (`PendingView`) both show. The changes in the range
+ * are taken and sorted when the call is made; the committed entries are pulled one by one, so a
+ * range costs memory for the changes in it, not for the range. A committed entry whose key has a
+ * change is replaced by it; a `removed` change hides it.
+ */
+import type { Entry, KeyRange, StoreView } from "./Checkpoint.ts"
+
+/** The value of a change that removes its key. */
+export const removed: unique symbol = Symbol("removed")
+
+/** `base`'s entries in `range`, with `changes` (key → value, or `removed`) applied. */
+export const mergedRange = (
+  base: StoreView,
+  changes: Iterable<readonly [string, unknown]>,
+  range: KeyRange,
+): Iterable<Entry> => {
+  const changed = new Map<string, unknown>()
+  for (const [key, value] of changes) if (key >= range.start && key < range.end) changed.set(key, value)
+  if (changed.size === 0) return base.getRange(range)
+  const sorted = [...changed.keys()].sort()
+  if (range.reverse) sorted.reverse()
+  const before = range.reverse ? (a: string, b: string) => a > b : (a: string, b: string) => a < b
+  const limit = range.limit ?? Number.POSITIVE_INFINITY
+  return {
+    *[Symbol.iterator]() {
+      if (limit <= 0) return
+      let emitted = 0
+      let next = 0
+      // The changed keys up to `key` (all that are left when undefined); false once the limit is reached.
+      const flushUntil = function* (key: string | undefined): Generator<Entry, boolean> {
+        while (next < sorted.length && (key === undefined || before(sorted[next]!, key))) {
+          const changedKey = sorted[next++]!
+          const value = changed.get(changedKey)
+          if (value === removed) continue
+          yield { key: changedKey, value }
+          if (++emitted >= limit) return false
+        }
+        return true
+      }
+      for (const entry of base.getRange({ start: range.start, end: range.end, reverse: range.reverse })) {
+        if (!(yield* flushUntil(entry.key))) return
+        if (changed.has(entry.key)) continue
+        yield entry
+        if (++emitted >= limit) return
+      }
+      yield* flushUntil(undefined)
+    },
+  }
+}
