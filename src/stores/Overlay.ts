@@ -30,7 +30,9 @@ export class Overlay implements StoreWriter {
   }
 
   getRange = (range: KeyRange): Iterable<Entry> =>
-    this.writes.size === 0 ? this.base.getRange(range) : mergedRange(this.base, this.writes, range)
+    this.writes.size === 0
+      ? this.base.getRange(range)
+      : mergedRange(this.base, this.writes.keys(), (key) => this.writes.get(key), range)
 
   count = (range: KeyRange): number => [...this.getRange(range)].length
 

@@ -53,11 +53,9 @@ export class PendingView implements StoreView {
 
   /** The committed range with the pending changes merged in, streamed (see MergedRange.ts). */
   getRange = (range: KeyRange): Iterable<Entry> =>
-    this.pending.size === 0 ? this.base.getRange(range) : mergedRange(this.base, this.pendingValues(), range)
-
-  private *pendingValues(): Generator<readonly [string, unknown]> {
-    for (const [key, { value }] of this.pending) yield [key, value]
-  }
+    this.pending.size === 0
+      ? this.base.getRange(range)
+      : mergedRange(this.base, this.pending.keys(), (key) => this.pending.get(key)!.value, range)
 
   count = (range: KeyRange): number =>
     this.pending.size === 0 ? this.base.count(range) : [...this.getRange(range)].length
