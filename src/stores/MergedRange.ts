@@ -12,17 +12,17 @@ export const removed: unique symbol = Symbol("removed")
 
 /**
  * `base`'s entries in `range`, with the changes applied: `keys` are the changed keys (any order,
- * any range), `valueOf` gives a changed key's value or `removed`. Only the keys are scanned for
+ * any range), `valueAt` gives a changed key's value or `removed`. Only the keys are scanned for
  * the range, so a range read over many waiting changes allocates for the ones in it alone.
  */
 export const mergedRange = (
   base: StoreView,
   keys: Iterable<string>,
-  valueOf: (key: string) => unknown,
+  valueAt: (key: string) => unknown,
   range: KeyRange,
 ): Iterable<Entry> => {
   const changed = new Map<string, unknown>()
-  for (const key of keys) if (key >= range.start && key < range.end) changed.set(key, valueOf(key))
+  for (const key of keys) if (key >= range.start && key < range.end) changed.set(key, valueAt(key))
   if (changed.size === 0) return base.getRange(range)
   const sorted = [...changed.keys()].sort()
   if (range.reverse) sorted.reverse()

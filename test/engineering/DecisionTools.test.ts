@@ -95,6 +95,20 @@ describe("ADR tools", () => {
     ),
   )
 
+  it.effect("ADRs recorded back to back, many within one millisecond, list in number order", () =>
+    withEngine(
+      Effect.gen(function* () {
+        for (let index = 0; index < 40; index++) yield* adr(`quick ${index}`)
+        const listed = yield* call("list_adrs", { limit: 100 })
+        const numbers = listed.adrs.map((a: Json) => a.number)
+        assert.deepStrictEqual(
+          numbers,
+          Array.from({ length: 40 }, (_, index) => index + 1),
+        )
+      }),
+    ),
+  )
+
   it.effect("list_adrs is in number order, filters by text, and pages", () =>
     withEngine(
       Effect.gen(function* () {

@@ -63,7 +63,9 @@ const udpFree = (port: number, host: string) =>
 /** A random port in 20000–60000 whose TCP port and the UDP port after it are both free. */
 export const freePort = async (host = "127.0.0.1"): Promise<number> => {
   for (let attempt = 0; attempt < 200; attempt++) {
-    const port = 20_000 + Math.floor(Math.random() * 40_000)
+    // Below Linux's ephemeral range (32768+), so the client side of some other connection cannot
+    // take the port between this check and the daemon's bind.
+    const port = 20_000 + Math.floor(Math.random() * 12_000)
     if ((await tcpFree(port, host)) && (await udpFree(port + 1, host))) return port
   }
   throw new Error("no free port found")
@@ -203,16 +205,28 @@ export const rawHttp = (options: {
   })
 
 /** Starts `mnemos serve` and waits until `/ping` answers. */
-export const startDaemon = async (
-  options: {
-    readonly dataDir?: string
-    readonly host?: string
-    readonly port?: number
-    readonly udpPort?: number
-    readonly args?: ReadonlyArray<string>
-    readonly env?: Record<string, string>
-  } = {},
-): Promise<DaemonProcess> => {
+type DaemonOptions = {
+  readonly dataDir?: string
+  readonly host?: string
+  readonly port?: number
+  readonly udpPort?: number
+  readonly args?: ReadonlyArray<string>
+  readonly env?: Record<string, string>
+}
+
+/** Starts a daemon; a port this harness chose that was taken meanwhile is chosen again (twice at most). */
+export const startDaemon = async (options: DaemonOptions = {}): Promise<DaemonProcess> => {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startDaemonOnce(options)
+    } catch (error) {
+      const taken = error instanceof Error && error.message.includes("is in use by another program")
+      if (!taken || options.port !== undefined || attempt >= 3) throw error
+    }
+  }
+}
+
+const startDaemonOnce = async (options: DaemonOptions): Promise<DaemonProcess> => {
   const host = options.host ?? "127.0.0.1"
   const port = options.port ?? (await freePort(host === "127.0.0.1" ? host : "0.0.0.0"))
   const udpPort = options.udpPort ?? port + 1

@@ -2,7 +2,7 @@
  * The ADR tools (toolset `decisions`): record_adr, update_adr, list_adrs, on the `adrs` store.
  */
 import { Clock, Effect, Schema } from "effect"
-import { ulid } from "ulid"
+import { monotonicFactory } from "ulid"
 import { type AdrData, adrKind, adrLabel, adrStatuses, adrsStore } from "../../engineering/Adrs.ts"
 import { nonEmptyText, RecordId, text, title } from "../../engineering/Fields.ts"
 import { listLimitDefault, listRecords, presentRecord } from "../../engineering/RecordQueries.ts"
@@ -25,6 +25,13 @@ import {
 } from "../../engineering/ToolSupport.ts"
 
 const optional = Schema.optionalKey
+
+/**
+ * ADR ids are made here, not by the store (a superseding ADR's update names the new id in the same
+ * step); monotonic, so ADRs recorded one after another within a millisecond still list in creation
+ * (and so number) order.
+ */
+const nextAdrId = monotonicFactory()
 
 const presentAdr = (record: StoredRecord | undefined) =>
   record === undefined ? null : { label: adrLabel(record.number), ...presentRecord(record) }
@@ -51,7 +58,7 @@ export const decisionTools = [
     }),
     (args, caller) =>
       Effect.gen(function* () {
-        const id = ulid(yield* Clock.currentTimeMillis)
+        const id = nextAdrId(yield* Clock.currentTimeMillis)
         const data: AdrData = compact({
           title: args.title,
           status: args.status ?? "proposed",
