@@ -13,20 +13,19 @@ import { execFileSync } from "node:child_process"
 import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js"
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
-import { type Context, Effect, Exit, Layer, Schema, Scope } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import * as EventBus from "../../src/actors/EventBus.ts"
 import * as Router from "../../src/actors/Router.ts"
-import * as Engine from "../../src/Engine.ts"
 import * as AuditLedger from "../../src/engineering/AuditLedger.ts"
 import { engineeringStores, recordStores } from "../../src/engineering/EngineeringStores.ts"
 import * as RecordExpiry from "../../src/engineering/RecordExpiry.ts"
 import { layerNode } from "../../src/stores/WalFs.ts"
 import { catalogue } from "../../src/tools/Catalogue.ts"
-import { type SessionServices, startSession } from "../../src/tools/McpSession.ts"
+import type { SessionServices } from "../../src/tools/McpSession.ts"
 import { type ToolCaller, ToolError, type ToolOutput } from "../../src/tools/Tool.ts"
+import { openEngineClient, type Reply, type TestEngine } from "../support/engineClient.ts"
+
+export type { Reply, TestEngine } from "../support/engineClient.ts"
 
 const tempDirs: Array<string> = []
 
@@ -42,85 +41,17 @@ export const removeTempDirs = (): void => {
   for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true })
 }
 
-/** A parsed tool result. */
-export interface Reply {
-  readonly isError: boolean
-  readonly text: string
-  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON answers
-  readonly json: any
-  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON answers
-  readonly structured: any
-}
-
-const parse = (raw: CallToolResult): Reply => {
-  const first = raw.content?.[0]
-  const text = first !== undefined && first.type === "text" ? first.text : ""
-  let json: unknown
-  try {
-    json = JSON.parse(text)
-  } catch {
-    json = undefined
-  }
-  return { isError: raw.isError === true, text, json, structured: raw.structuredContent }
-}
-
-/** A running engine with a connected MCP client. */
-export interface TestEngine {
-  readonly dir: string
-  readonly client: Client
-  readonly call: (name: string, args: unknown) => Promise<Reply>
-  /** Calls and throws unless the call succeeded. */
-  readonly ok: (name: string, args: unknown) => Promise<Reply>
-  /** Runs an effect with the engine's services. */
-  readonly run: <A, E>(effect: Effect.Effect<A, E, SessionServices>) => Promise<A>
-  readonly close: () => Promise<void>
-}
-
 /** Opens an engine on `dir` and connects a client named `clientName` whose first root is `rootDir`. */
-export const openEngine = async (
+export const openEngine = (
   dir: string = tempDir(),
   options: { readonly clientName?: string; readonly rootDir?: string } = {},
-): Promise<TestEngine> => {
-  const scope = Effect.runSync(Scope.make())
-  const context = (await Effect.runPromise(
-    Layer.buildWithScope(Layer.fresh(Engine.layer({ dataDir: dir, command: "mnemos test" })), scope),
-  )) as Context.Context<SessionServices>
-  const run = <A, E>(effect: Effect.Effect<A, E, SessionServices>) =>
-    Effect.runPromise(effect.pipe(Effect.provideContext(context)))
-  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair()
-  await run(startSession(serverSide, { tools: catalogue, transport: "test" }).pipe(Scope.provide(scope)))
-  const rootDir = options.rootDir
-  const client = new Client(
-    { name: options.clientName ?? "eng-test", version: "1" },
-    { capabilities: rootDir !== undefined ? { roots: {} } : {} },
-  )
-  if (rootDir !== undefined) {
-    const { ListRootsRequestSchema } = await import("@modelcontextprotocol/sdk/types.js")
-    client.setRequestHandler(ListRootsRequestSchema, async () => ({
-      roots: [{ uri: `file://${rootDir}`, name: "root" }],
-    }))
-  }
-  await client.connect(clientSide)
-  const call = async (name: string, args: unknown) =>
-    parse((await client.callTool({ name, arguments: args as Record<string, unknown> })) as CallToolResult)
-  return {
-    dir,
-    client,
-    call,
-    ok: async (name, args) => {
-      const reply = await call(name, args)
-      if (reply.isError) throw new Error(`${name} failed: ${reply.text}`)
-      return reply
-    },
-    run,
-    close: async () => {
-      await client.close().catch(() => undefined)
-      await Effect.runPromise(Scope.close(scope, Exit.void))
-    },
-  }
-}
+): Promise<TestEngine> =>
+  openEngineClient(dir, {
+    clientName: options.clientName ?? "eng-test",
+    clientVersion: "1",
+    ...(options.rootDir !== undefined ? { rootDir: options.rootDir } : {}),
+  })
 
-/** The error code of a failed call (from the JSON envelope). */
 export const codeOf = (reply: Reply): string | undefined => (reply.isError ? reply.json?.error?.code : undefined)
 
 /** A caller for direct tool calls. */

@@ -14,6 +14,7 @@ import { join } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
+import { parseResult } from "./engineClient.ts"
 
 /** The repository's root (the cwd mnemos runs in). */
 export const repoRoot = join(import.meta.dirname, "..", "..")
@@ -191,24 +192,9 @@ export const restartMnemos = async (
 /** Calls a tool and parses its result. Protocol errors (JSON-RPC errors) reject. */
 export const call = async (client: Client, name: string, args: unknown): Promise<ToolResult> => {
   const raw = (await client.callTool({ name, arguments: args as Record<string, unknown> })) as CallToolResult
-  const first = raw.content?.[0]
-  const text = first !== undefined && first.type === "text" ? first.text : ""
-  let json: unknown
-  try {
-    json = JSON.parse(text)
-  } catch {
-    json = undefined
-  }
-  return {
-    isError: raw.isError === true,
-    text,
-    json,
-    structured: raw.structuredContent as Record<string, unknown> | undefined,
-    raw,
-  }
+  return { ...parseResult(raw), raw }
 }
 
-/** Calls a tool and fails unless it succeeded; returns the parsed result. */
 export const callOk = async (client: Client, name: string, args: unknown): Promise<ToolResult> => {
   const result = await call(client, name, args)
   if (result.isError) throw new Error(`${name} failed: ${result.text}`)
