@@ -13,7 +13,15 @@ import { mergedRange, removed } from "./MergedRange.ts"
 export class Overlay implements StoreWriter {
   private readonly writes = new Map<string, unknown>()
 
-  constructor(private readonly base: StoreView) {}
+  constructor(private base: StoreView) {}
+
+  /**
+   * Reads through `base` from now on. Used when the layer this overlay was stacked on (the batch
+   * before it, still being written) has reached `base`, so stacks never grow past two overlays.
+   */
+  rebase(base: StoreView): void {
+    this.base = base
+  }
 
   get = (key: string): unknown => {
     if (!this.writes.has(key)) return this.base.get(key)
@@ -37,8 +45,11 @@ export class Overlay implements StoreWriter {
   count = (range: KeyRange): number => [...this.getRange(range)].length
 
   /** The batch's net changes; `undefined` marks a removal. */
-  changes = (): Array<Change> =>
-    [...this.writes].map(([key, value]) => [key, value === removed ? undefined : value] as const)
+  changes = (): Array<Change> => {
+    const changes: Array<Change> = []
+    for (const [key, value] of this.writes) changes.push([key, value === removed ? undefined : value])
+    return changes
+  }
 
   get size(): number {
     return this.writes.size

@@ -34,7 +34,8 @@ export interface WalRecord {
   readonly payload: Uint8Array
 }
 
-const checksum = (bytes: Uint8Array): number => crc32c(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+const checksum = (bytes: Uint8Array): number =>
+  crc32c(Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
 
 /** File name of the segment whose first record has `firstSeq`; names sort in sequence order. */
 export const segmentFileName = (firstSeq: number): string => `wal-${String(firstSeq).padStart(20, "0")}.log`
@@ -79,7 +80,9 @@ export const encodeRecordInto = (
   },
 ): number => {
   out.writeUInt32LE(record.payload.length, offset)
-  out.writeBigUInt64LE(BigInt(record.seq), offset + 8)
+  // The u64 as two u32 halves: the same bytes as writeBigUInt64LE, without a BigInt per record.
+  out.writeUInt32LE(record.seq % 2 ** 32, offset + 8)
+  out.writeUInt32LE(Math.floor(record.seq / 2 ** 32), offset + 12)
   out.writeUInt32LE(record.salt >>> 0, offset + 16)
   out.writeUInt8(record.type, offset + 20)
   out.writeUInt8(record.flags, offset + 21)

@@ -176,6 +176,8 @@ const parseRecords = (bytes: Buffer): Array<ParsedRecord> => {
 interface RunResult {
   readonly outcomes: ReadonlyArray<Outcome>
   readonly replies: ReadonlyArray<{ readonly changed: boolean } | undefined>
+  /** WAL appends (batches written) before the shutdown, by the first incarnation. */
+  readonly batches: number
   /** Put values in the order their events were published (the reference run only). */
   readonly publishedValues: ReadonlyArray<string>
   readonly opCount: number
@@ -190,16 +192,23 @@ interface RunResult {
   readonly openError: string | undefined
 }
 
+/** Waits `turns` turns of the event loop (none: returns at once). */
+const afterTurns = (turns: number) =>
+  Effect.promise(async () => {
+    for (let turn = 0; turn < turns; turn++) await new Promise<void>((resolve) => setImmediate(resolve))
+  })
+
 const runWorkload = (
   groups: ReadonlyArray<ReadonlyArray<KvCommand>>,
   diskSeed: number,
   crashAt: number | undefined,
   overrides: Partial<StoreOptions>,
   sectorBytes = Sim.defaultSectorBytes,
+  slowSyncs = false,
 ) =>
   Effect.gen(function* () {
     const dir = yield* tempDir
-    const disk = new Sim.SimulatedDisk({ seed: diskSeed, sectorBytes })
+    const disk = new Sim.SimulatedDisk({ seed: diskSeed, sectorBytes, slowSyncs })
     if (crashAt !== undefined) disk.crashAfter(crashAt)
     const first = yield* Effect.scoped(
       Effect.gen(function* () {
@@ -210,12 +219,19 @@ const runWorkload = (
           exits.push(
             ...(yield* guard(
               `group ${index} (crash at ${crashAt})`,
-              Effect.forEach(group, (command) => Effect.exit(store.send(command)), { concurrency: "unbounded" }),
+              Effect.forEach(
+                group,
+                // With slow syncs, command i of a group is sent i turns of the event loop later, so
+                // commands reach the actor while the ones before them are being written.
+                (command, i) => Effect.andThen(afterTurns(slowSyncs ? i : 0), Effect.exit(store.send(command))),
+                { concurrency: "unbounded" },
+              ),
             )),
           )
         }
         const events = yield* PubSub.takeUpTo(subscription, 100_000)
         return {
+          batches: store.health().wal?.appends ?? 0,
           outcomes: exits.map(outcomeOf),
           replies: exits.map((exit) => (Exit.isSuccess(exit) ? exit.value : undefined)),
           publishedValues: events.flatMap(({ event }) =>
@@ -281,9 +297,16 @@ const workloadArb = fc
  * The crash-point property: for a random workload, a power cut at every disk operation in turn.
  * Returns what the runs covered, so a test can check it exercised what it claims to.
  */
-const crashAtEveryOperation = async (overrides: Partial<StoreOptions>, sectorBytes: number, numRuns: number) => {
+const crashAtEveryOperation = async (
+  overrides: Partial<StoreOptions>,
+  sectorBytes: number,
+  numRuns: number,
+  slowSyncs = false,
+) => {
   const coverage = {
     workloads: 0,
+    /** Reference runs that wrote more batches than the workload has groups: batches decided during writes. */
+    pipelined: 0,
     crashPoints: 0,
     inFlightBatchKept: 0,
     inFlightBatchLost: 0,
@@ -299,7 +322,9 @@ const crashAtEveryOperation = async (overrides: Partial<StoreOptions>, sectorByt
         `WAL after reboot ${JSON.stringify(run.walFiles)}; recovered ${showState(run.recovered)}; open error ${run.openError}`
 
       // The reference run: no power cut until after the clean shutdown.
-      const reference = await Effect.runPromise(runWorkload(groups, diskSeed, undefined, overrides, sectorBytes))
+      const reference = await Effect.runPromise(
+        runWorkload(groups, diskSeed, undefined, overrides, sectorBytes, slowSyncs),
+      )
       assert.isFalse(reference.crashed)
       assert.deepStrictEqual(
         reference.outcomes,
@@ -324,9 +349,10 @@ const crashAtEveryOperation = async (overrides: Partial<StoreOptions>, sectorByt
       assert.isUndefined(reference.health.recovery?.tornTail)
       if ((reference.health.recovery?.firstSeq ?? 1) > 1) coverage.rotations++
       coverage.workloads++
+      if (reference.batches > groups.length) coverage.pipelined++
 
       for (let k = 0; k <= reference.opCount; k++) {
-        const run = await Effect.runPromise(runWorkload(groups, diskSeed + k, k, overrides, sectorBytes))
+        const run = await Effect.runPromise(runWorkload(groups, diskSeed + k, k, overrides, sectorBytes, slowSyncs))
         const context = describeRun(k, run)
         coverage.crashPoints++
         assert.isUndefined(run.openError, `the rebooted store would not open: ${context}`)
@@ -552,6 +578,24 @@ describe("crash simulation on the simulated disk", () => {
     assert.isAbove(coverage.inFlightBatchLost, 0)
     assert.isAbove(coverage.tornTails, 0)
     assert.isAbove(coverage.rotations, 0)
+  })
+
+  it("power cut at every disk operation while callers send during writes, batches split and pipelined: the same", async () => {
+    // Syncs wait for the event loop, and a group's commands are sent a turn apart, so they reach the
+    // actor while earlier ones are being written: it decides them behind that write and writes them as
+    // the next batch. Commands taken together are always split in two the same way. A power cut can
+    // then find two batches unacknowledged: the one written (kept or lost whole) and the one decided
+    // behind it (never written: its callers wait for the restart, which the dead disk refuses).
+    const coverage = await crashAtEveryOperation(
+      { walSegmentBytesMax: 16 * 1024, batchSplit: "always" },
+      64 * 1024,
+      runs,
+      true,
+    )
+    console.log(`CrashSimulation coverage (slow syncs): ${JSON.stringify(coverage)}`)
+    assert.isAbove(coverage.pipelined, 0)
+    assert.isAbove(coverage.inFlightBatchKept, 0)
+    assert.isAbove(coverage.inFlightBatchLost, 0)
   })
 
   it("a flipped byte anywhere in the log but its last record: the store refuses with Corrupt naming the segment, no byte changes", async () => {

@@ -13,7 +13,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Option, References } from "effect"
+import { Effect, Exit, Fiber, Layer, Option, References } from "effect"
 import * as EventBus from "../../src/actors/EventBus.ts"
 import {
   defaultStoreOptions,
@@ -390,4 +390,45 @@ describe("I/O faults on the simulated disk", () => {
         ),
     )
   }
+
+  it.live(
+    "a batch decided while the batch before it was being written is not failed with it: after that write fails and the actor restarts, it is decided again and succeeds",
+    () =>
+      Effect.gen(function* () {
+        const dir = yield* tempDir
+        // Syncs wait for the event loop, so callers can send while a batch is on its way to the disk.
+        const disk = new Sim.SimulatedDisk({ seed: 5, slowSyncs: true })
+        yield* Effect.scoped(
+          Effect.gen(function* () {
+            const store = yield* makeStore(kvStore(), optionsFor(dir))
+            assert.deepStrictEqual(
+              (yield* sendEach(store, ["warm"])).map((answer) => answer.outcome),
+              ["ok"],
+            )
+            disk.failAfter(0, { op: "fdatasync" })
+            const writesBefore = disk.stats.writes
+            const first = yield* Effect.forkChild(sendEach(store, ["first"]))
+            // Once "first" is written and waits for its sync, more callers send: the actor decides them
+            // behind it, against its overlay, while the sync is pending.
+            for (let i = 0; i < 10_000 && disk.stats.writes === writesBefore; i++) yield* Effect.yieldNow
+            assert.strictEqual(disk.stats.writes, writesBefore + 1)
+            const behind = yield* sendAll(
+              store,
+              range(0, 4).map((i) => `behind-${i}`),
+            )
+            const [firstAnswer] = yield* Fiber.join(first)
+            // The sync of "first" failed: its caller is told so, truthfully (it is not applied) ...
+            assert.strictEqual(firstAnswer!.outcome, "WriteFailed")
+            // ... while the batch decided behind it never reached the disk and was served after the restart.
+            assert.deepStrictEqual(
+              behind.map((answer) => answer.outcome),
+              behind.map(() => "ok"),
+            )
+            assert.strictEqual(store.health().restarts, 1)
+            const state = yield* store.read(readAll)
+            assert.deepStrictEqual(state, { warm: "v-warm", ...expectedState(behind) })
+          }),
+        ).pipe(Effect.provide(storeLayer(disk)))
+      }).pipe(quiet),
+  )
 })

@@ -22,8 +22,17 @@ export const defaultSectorBytes = 512
 /** The disk-touching operations as `FsError.op` names them, for `failAfter`; "any" matches all of them. */
 export type FaultOp = "open" | "write" | "fdatasync" | "truncate" | "fsync-dir" | "rename" | "unlink" | "any"
 
-/** `seed` drives every random choice: torn sectors, surviving sizes and directory entries. */
-export type SimulatedDiskOptions = { readonly seed?: number; readonly sectorBytes?: number }
+/**
+ * `seed` drives every random choice: torn sectors, surviving sizes and directory entries.
+ * `slowSyncs`: each fdatasync first waits for a turn of the event loop, as a real one waits for the
+ * disk, so callers can send while a batch is being written (the store then pipelines: it decides the
+ * next batch during the write). Without it every call completes at once.
+ */
+export type SimulatedDiskOptions = {
+  readonly seed?: number
+  readonly sectorBytes?: number
+  readonly slowSyncs?: boolean
+}
 
 /** `persistent`: every matching operation from the n-th on fails, until `clearFaults()`. */
 export type FaultOptions = { readonly op?: FaultOp; readonly kind?: "Io" | "NoSpace"; readonly persistent?: boolean }
@@ -109,6 +118,7 @@ const split = (path: string) => {
 const setEntry = (listing: Map<string, Inode>, { name, inode }: EntryChange) =>
   inode === undefined ? listing.delete(name) : listing.set(name, inode)
 const isOffset = (n: number) => Number.isSafeInteger(n) && n >= 0
+const nextTurn = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
 
 export class SimulatedDisk {
   readonly sectorBytes: number
@@ -121,6 +131,7 @@ export class SimulatedDisk {
   private crashAt = Number.POSITIVE_INFINITY
   private dead = false
   private readonly coin = () => this.random() >= 2 ** 31
+  private readonly slowSyncs: boolean
 
   constructor(options: SimulatedDiskOptions = {}) {
     this.sectorBytes = options.sectorBytes ?? defaultSectorBytes
@@ -128,6 +139,7 @@ export class SimulatedDisk {
       throw new RangeError(`sectorBytes must be a positive integer, got ${this.sectorBytes}`)
     }
     this.random = mulberry32(options.seed ?? 0x5eed)
+    this.slowSyncs = options.slowSyncs ?? false
   }
 
   /** Disk-touching calls made while powered on, failed ones and the one the power cut included. */
@@ -317,11 +329,13 @@ export class SimulatedDisk {
       }
       return use("write", true, apply, () => closed || this.tear(inode, offset, bytes))
     }
-    const datasync = () =>
-      use("fdatasync", true, () => {
+    const datasync = () => {
+      const sync = use("fdatasync", true, () => {
         inode.datasync()
         this.stats.datasyncs++
       })
+      return this.slowSyncs ? Effect.andThen(nextTurn, sync) : sync
+    }
     return {
       path,
       size: () => use("stat", false, () => inode.written.size),
