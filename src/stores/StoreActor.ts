@@ -221,8 +221,15 @@ export const makeStore = <Command, Event, Reply, Failure>(
     const storeError = (reason: StoreError["reason"], message: string) =>
       new StoreError({ store: definition.name, reason, message: `store "${definition.name}": ${message}` })
 
+    const committed = (seq: number, event: Event, at: number): CommittedEvent => ({
+      store: definition.name,
+      seq,
+      at,
+      event,
+    })
+
     const publishRecords = (records: ReadonlyArray<{ seq: number; event: Event }>, at: number) =>
-      bus.publishAll(records.map(({ seq, event }): CommittedEvent => ({ store: definition.name, seq, at, event })))
+      bus.publishAll(records.map(({ seq, event }) => committed(seq, event, at)))
 
     const replayInto = (checkpoint: Checkpoint, salt: number, records: ReadonlyArray<WalRecord>) => {
       const applied: Array<{ seq: number; event: Event }> = []
@@ -372,9 +379,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
           recordsSinceCheckpoint += entries.length
           for (let index = 0; index < entries.length; index++) {
             const event = entries[index]!.event
-            if (event !== undefined) {
-              events.push({ store: definition.name, seq: appended.firstSeq + index, at: prepared.now, event })
-            }
+            if (event !== undefined) events.push(committed(appended.firstSeq + index, event, prepared.now))
           }
         }
         // Published before the answers: a caller that reads the bus after its reply finds its events.
@@ -474,12 +479,15 @@ export const makeStore = <Command, Event, Reply, Failure>(
         let writing = yield* startWrite(incarnation, current)
         while (true) {
           let next: Prepared | undefined
-          const room = recordsSinceCheckpoint + current.entries.length < options.checkpointRecordsInterval
-          if (held === undefined && follow && writing !== undefined && room && refusal === undefined) {
-            // Callers answered in the last round have sent again by now (answering a caller runs it up
-            // to its next wait): decide what they sent.
-            if (Queue.sizeUnsafe(mailbox) > 0) held = yield* Queue.takeBetween(mailbox, 1, options.batchCommandsMax)
-          }
+          // Follow the write with more only while it runs, no checkpoint is due and no shutdown began.
+          const following =
+            follow &&
+            writing !== undefined &&
+            recordsSinceCheckpoint + current.entries.length < options.checkpointRecordsInterval
+          const waiting = () => following && refusal === undefined && Queue.sizeUnsafe(mailbox) > 0
+          // Callers answered in the last round have sent again by now (answering a caller runs it up
+          // to its next wait): decide what they sent.
+          if (held === undefined && waiting()) held = yield* Queue.takeBetween(mailbox, 1, options.batchCommandsMax)
           if (held !== undefined) {
             next = yield* prepareNext(incarnation, current, joinWrite(writing), held)
             held = undefined
@@ -493,13 +501,11 @@ export const makeStore = <Command, Event, Reply, Failure>(
             return yield* written
           }
           const appended = written.value
-          if (next === undefined && follow && writing !== undefined && room && refusal === undefined) {
+          if (next === undefined && waiting()) {
             // Callers that sent during the write without being seen above: decided now, not overlapped
             // this time, but as a batch of their own, so the two groups of callers stay apart.
-            if (Queue.sizeUnsafe(mailbox) > 0) {
-              const batch = yield* Queue.takeBetween(mailbox, 1, options.batchCommandsMax)
-              next = yield* prepareNext(incarnation, current, Effect.succeed(appended), batch)
-            }
+            const batch = yield* Queue.takeBetween(mailbox, 1, options.batchCommandsMax)
+            next = yield* prepareNext(incarnation, current, Effect.succeed(appended), batch)
           }
           const nextWriting = next === undefined ? undefined : yield* startWrite(incarnation, next)
           // A failure here must not leave the next write running into the reopen.

@@ -3,7 +3,7 @@
  * layer → Router → store actors; McpSession with the whole catalogue; an SDK client over an
  * in-memory transport), without a child process. `close()` shuts the engine down as a process
  * exit would (drain, flush, unlock); opening the same directory again is a restart. The
- * conversation and engineering test harnesses open it with their own defaults.
+ * conversation, engineering and search test harnesses open it with their own defaults.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js"
