@@ -16,7 +16,7 @@
 
 import { Effect, Schema } from "effect"
 import { type Database, open, type RootDatabase } from "lmdb"
-import { decodeKey, encodeKey } from "./KeyCodec.ts"
+import { keyEncoder } from "./KeyCodec.ts"
 
 /** A failure of the LMDB environment itself (open, commit); the owning actor restarts on it. */
 export class CheckpointError extends Schema.TaggedError<CheckpointError>()("CheckpointError", {
@@ -78,32 +78,26 @@ export interface Checkpoint {
   readonly close: () => Promise<void>
 }
 
-const dataView = (data: Database<unknown, Buffer>): StoreView => ({
-  get: (key) => data.get(encodeKey(key)),
+const dataView = (data: Database<unknown, string>): StoreView => ({
+  get: (key) => data.get(key),
   getRange: (range) => {
-    const decoded = (entries: Iterable<{ key: Buffer; value: unknown }>) =>
-      [...entries].map(({ key, value }) => ({ key: decodeKey(key), value }))
-    if (!range.reverse) {
-      const entries = data.getRange({ start: encodeKey(range.start), end: encodeKey(range.end), limit: range.limit })
-      return entries.map(({ key, value }) => ({ key: decodeKey(key), value })) as Iterable<Entry>
-    }
+    if (!range.reverse) return data.getRange(range) as Iterable<Entry>
     // lmdb-js walks a reverse range from `start` (inclusive, the high end) down to `end` (exclusive):
     // ask one past the limit to skip `range.end` itself, and look `range.start` up on its own.
-    const high = encodeKey(range.end)
     const limit = range.limit === undefined ? undefined : range.limit + 1
-    const entries = decoded(
-      data.getRange({
-        start: high,
-        end: encodeKey(range.start),
+    const entries = [
+      ...data.getRange({
+        start: range.end,
+        end: range.start,
         reverse: true,
         ...(limit !== undefined ? { limit } : {}),
       }),
-    ).filter((entry) => entry.key !== range.end)
-    const first = data.get(encodeKey(range.start))
+    ].filter((entry) => entry.key !== range.end) as Array<Entry>
+    const first = data.get(range.start)
     if (first !== undefined && range.start < range.end) entries.push({ key: range.start, value: first })
     return range.limit === undefined ? entries : entries.slice(0, range.limit)
   },
-  count: (range) => data.getKeysCount({ start: encodeKey(range.start), end: encodeKey(range.end) }),
+  count: (range) => data.getKeysCount({ start: range.start, end: range.end }),
 })
 
 /** Opens (creating) the checkpoint environment at `path`. */
@@ -113,13 +107,15 @@ export const openCheckpoint = (path: string): Effect.Effect<Checkpoint, Checkpoi
       const env: RootDatabase = open({ path, maxDbs: 4, compression: false })
       // JSON, not msgpack: JSON.stringify escapes lone surrogates, so every JavaScript string round-trips.
       // Keys are bytes we encode ourselves (KeyCodec.ts): lmdb-js's string keys mangle long keys with U+0000.
-      const data = env.openDB<unknown, Buffer>({ name: "data", encoding: "json", keyEncoding: "binary" })
+      // (`keyEncoder` is a database option lmdb-js's types list only for the root environment.)
+      const dataOptions = { name: "data", encoding: "json", keyEncoder } as const
+      const data = env.openDB<unknown, string>(dataOptions)
       const meta = env.openDB<number, string>({ name: "meta" })
       const view = dataView(data)
       const writerIn = (): StoreWriter => ({
         ...view,
-        put: (key, value) => void data.putSync(encodeKey(key), value),
-        remove: (key) => void data.removeSync(encodeKey(key)),
+        put: (key, value) => void data.putSync(key, value),
+        remove: (key) => void data.removeSync(key),
       })
       const stamp = (appliedSeq: number, salt: number) => {
         meta.putSync(metaAppliedSeq, appliedSeq)
@@ -132,8 +128,8 @@ export const openCheckpoint = (path: string): Effect.Effect<Checkpoint, Checkpoi
         view,
         commit: (changes, appliedSeq, salt) => {
           for (const [key, value] of changes) {
-            if (value === undefined) void data.remove(encodeKey(key))
-            else void data.put(encodeKey(key), value)
+            if (value === undefined) void data.remove(key)
+            else void data.put(key, value)
           }
           void meta.put(metaSalt, salt)
           // Renew the read snapshot before anyone learns of the commit: the pending layer is dropped

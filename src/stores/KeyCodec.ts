@@ -52,3 +52,58 @@ export const decodeKey = (bytes: Uint8Array): string => {
   }
   return out + buffer.toString("utf8", start)
 }
+
+/**
+ * The same encoding as lmdb-js's `keyEncoder`: it writes a key straight into lmdb-js's key buffer
+ * and reads it back from there, so a get or put allocates no key `Buffer`. The bytes are exactly
+ * `encodeKey`'s (the database keeps lmdb-js's binary key type), so data written either way reads
+ * back either way. A key that does not fit throws `RangeError`, which lmdb-js reports as a key
+ * larger than the maximum key size.
+ */
+export const keyEncoder = {
+  writeKey: (key: string | Uint8Array, target: Buffer, start: number): number => {
+    if (typeof key !== "string") {
+      // lmdb-js's own default range start (a byte string).
+      target.set(key, start)
+      return start + key.length
+    }
+    let position = start
+    if (key.length < 64) {
+      // Short keys (nearly all): a loop beats the native call. WTF-8, as `encodeKey`.
+      for (let index = 0; index < key.length; index++) {
+        const unit = key.charCodeAt(index)
+        const next = key.charCodeAt(index + 1)
+        if (unit < 0x80) target[position++] = unit
+        else if (unit < 0x800) {
+          target[position++] = 0xc0 | (unit >> 6)
+          target[position++] = 0x80 | (unit & 0x3f)
+        } else if (unit >= 0xd800 && unit <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
+          const point = 0x10000 + ((unit - 0xd800) << 10) + (next - 0xdc00)
+          target[position++] = 0xf0 | (point >> 18)
+          target[position++] = 0x80 | ((point >> 12) & 0x3f)
+          target[position++] = 0x80 | ((point >> 6) & 0x3f)
+          target[position++] = 0x80 | (point & 0x3f)
+          index++
+        } else {
+          // Includes a lone surrogate, written as its own 3-byte sequence.
+          target[position++] = 0xe0 | (unit >> 12)
+          target[position++] = 0x80 | ((unit >> 6) & 0x3f)
+          target[position++] = 0x80 | (unit & 0x3f)
+        }
+      }
+      if (position > target.length) throw new RangeError("key does not fit in lmdb-js's key buffer")
+      return position
+    }
+    if (!key.isWellFormed()) {
+      const bytes = encodeKey(key)
+      target.set(bytes, start)
+      return start + bytes.length
+    }
+    position += target.write(key, start, target.length - start, "utf8")
+    // A key that filled the buffer may have been cut short.
+    if (position >= target.length - 3 && Buffer.byteLength(key) !== position - start)
+      throw new RangeError("key does not fit in lmdb-js's key buffer")
+    return position
+  },
+  readKey: (source: Uint8Array, start: number, end: number): string => decodeKey(source.subarray(start, end)),
+}

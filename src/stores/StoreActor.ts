@@ -188,13 +188,14 @@ export const makeStore = <Command, Event, Reply, Failure>(
     const decodeEvent = Schema.decodeUnknownSync(definition.eventSchema)
     type Env = Envelope<Command, Reply, Failure>
     /** A WAL entry of a batch; `event` is set for domain events (published), not for idempotency records. */
-    type PreparedEntry = { readonly type: number; readonly payload: Uint8Array; readonly event?: Event }
+    type PreparedEntry = { readonly type: number; readonly payload: string; readonly event?: Event }
     /** A batch decided and encoded, waiting for (or in) its WAL write. */
     interface Prepared {
       readonly batch: ReadonlyArray<Env>
       readonly overlay: Overlay
       readonly entries: Array<PreparedEntry>
       readonly outcomes: ReadonlyArray<Result.Result<{ readonly reply: Reply }, Failure>>
+      /** The length of its JSON payloads (UTF-16 units), which bounds the memory waiting for LMDB. */
       readonly byteCount: number
       readonly now: number
     }
@@ -332,14 +333,14 @@ export const makeStore = <Command, Event, Reply, Failure>(
           if (Result.isFailure(outcome)) return outcome
           for (const event of outcome.success.events) {
             definition.apply(event, overlay)
-            const payload = Buffer.from(JSON.stringify(encodeEvent(event)), "utf8")
+            const payload = JSON.stringify(encodeEvent(event))
             byteCount += payload.length
             entries.push({ type: eventRecordType, payload, event })
           }
           if (key !== undefined && outcome.success.events.length > 0) {
             const record: IdempotencyRecord = { key, reply: outcome.success.reply, at: now }
             overlay.put(idempotencyStateKey(key), record)
-            entries.push({ type: idempotencyRecordType, payload: Buffer.from(JSON.stringify(record), "utf8") })
+            entries.push({ type: idempotencyRecordType, payload: JSON.stringify(record) })
           }
           return outcome
         })

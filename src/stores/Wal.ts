@@ -36,6 +36,7 @@ import {
   encodeRecordInto,
   encodeSegmentHeader,
   parseSegmentFileName,
+  payloadLength,
   readRecordAt,
   recordHeaderBytes,
   recordPayloadBytesMax,
@@ -65,10 +66,10 @@ export class WalError extends Schema.TaggedError<WalError>()("WalError", {
   message: Schema.String,
 }) {}
 
-/** One entry handed to `appendBatch`. */
+/** One entry handed to `appendBatch`; a string payload is written as its UTF-8 bytes. */
 export interface WalEntry {
   readonly type: number
-  readonly payload: Uint8Array
+  readonly payload: Uint8Array | string
 }
 
 /** What recovery found and did. */
@@ -470,13 +471,16 @@ const makeLocalWal = Effect.fnUntraced(function* (init: {
   const appendBatch: Wal["appendBatch"] = (entries) =>
     Effect.gen(function* () {
       if (poisoned !== undefined) return yield* poisoned
-      const byteCount = entries.reduce((sum, entry) => sum + recordHeaderBytes + entry.payload.length, 0)
-      const tooLarge = entries.find((entry) => entry.payload.length > recordPayloadBytesMax)
-      if (tooLarge !== undefined) {
-        return yield* new WalError({
-          reason: "RecordTooLarge",
-          message: `a record of ${tooLarge.payload.length} bytes exceeds ${recordPayloadBytesMax}`,
-        })
+      let byteCount = 0
+      for (const entry of entries) {
+        const length = payloadLength(entry.payload)
+        if (length > recordPayloadBytesMax) {
+          return yield* new WalError({
+            reason: "RecordTooLarge",
+            message: `a record of ${length} bytes exceeds ${recordPayloadBytesMax}`,
+          })
+        }
+        byteCount += recordHeaderBytes + length
       }
       const file = yield* activeFile()
       const segment = segments[segments.length - 1]!

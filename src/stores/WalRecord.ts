@@ -67,7 +67,14 @@ export const decodeSegmentHeader = (
   return { salt: buffer.readUInt32LE(8), firstSeq: Number(buffer.readBigUInt64LE(12)) }
 }
 
-/** Appends the encoding of one record to `out` at `offset`; returns the offset after it. */
+/** The encoded size of a payload; a string is written as UTF-8. */
+export const payloadLength = (payload: Uint8Array | string): number =>
+  typeof payload === "string" ? Buffer.byteLength(payload, "utf8") : payload.length
+
+/**
+ * Appends the encoding of one record to `out` at `offset`; returns the offset after it. A string
+ * payload is UTF-8 encoded straight into `out`, which must have room for it.
+ */
 export const encodeRecordInto = (
   out: Buffer,
   offset: number,
@@ -76,10 +83,18 @@ export const encodeRecordInto = (
     readonly salt: number
     readonly type: number
     readonly flags: number
-    readonly payload: Uint8Array
+    readonly payload: Uint8Array | string
   },
 ): number => {
-  out.writeUInt32LE(record.payload.length, offset)
+  const { payload } = record
+  const payloadStart = offset + recordHeaderBytes
+  let end: number
+  if (typeof payload === "string") end = payloadStart + out.write(payload, payloadStart, "utf8")
+  else {
+    out.set(payload, payloadStart)
+    end = payloadStart + payload.length
+  }
+  out.writeUInt32LE(end - payloadStart, offset)
   // The u64 as two u32 halves: the same bytes as writeBigUInt64LE, without a BigInt per record.
   out.writeUInt32LE(record.seq % 2 ** 32, offset + 8)
   out.writeUInt32LE(Math.floor(record.seq / 2 ** 32), offset + 12)
@@ -87,8 +102,6 @@ export const encodeRecordInto = (
   out.writeUInt8(record.type, offset + 20)
   out.writeUInt8(record.flags, offset + 21)
   out.writeUInt16LE(0, offset + 22)
-  out.set(record.payload, offset + recordHeaderBytes)
-  const end = offset + recordHeaderBytes + record.payload.length
   out.writeUInt32LE(checksum(out.subarray(offset + 8, end)), offset + 4)
   return end
 }
