@@ -240,6 +240,8 @@ const recovery = (corpus: number, tail: number) => {
 export const suite: BenchSuite = {
   title: "durable writes through a store actor, group commit, recovery",
   run: async ({ quick }) => {
+    const verdict = (met: boolean) =>
+      quick ? "quick run: the target applies to the full run's steady state" : met ? "met" : "NOT met"
     // The disk is shared and noisy: measure the raw rate right before each writer row too, and
     // compare each row with the raw rate measured next to it.
     // Steady state needs a long warm-up: at 64 writers throughput keeps rising for the first ~100,000
@@ -364,8 +366,9 @@ export const suite: BenchSuite = {
         },
       ],
       notes: [
-        `target 64 writers >= 20x raw: ${round(speedup, 2)}x (${speedup >= 20 ? "met" : "NOT met"})`,
-        `target 1-writer p99 <= 3x one fdatasync: ${round(oneP99Ratio, 2)}x (${oneP99Ratio <= 3 ? "met" : "NOT met"})`,
+        // The quick variant measures the first thousands of writes of a process, not a running daemon.
+        `target 64 writers >= 20x raw: ${round(speedup, 2)}x (${verdict(speedup >= 20)})`,
+        `target 1-writer p99 <= 3x one fdatasync: ${round(oneP99Ratio, 2)}x (${verdict(oneP99Ratio <= 3)})`,
         `floor at 64 writers: ${round(many.floor.perSecond / many.rawPerSecond, 2)}x raw; floor 1-writer p99: ${round(one.floor.p99Ms / one.rawP50Ms, 2)}x one fdatasync`,
         `pipelining at 64 writers: ${round(unsplit.ratio, 2)}x the writes/s of never splitting (mean of two runs each)`,
       ],
