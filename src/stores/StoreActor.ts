@@ -48,7 +48,7 @@ import { PendingView } from "./PendingView.ts"
 import type { StoreDefinition } from "./StoreDefinition.ts"
 import { defaultPreallocateBytes, openLocalWal, type RecoveryReport, type Wal, WalError, type WalStats } from "./Wal.ts"
 import { WalFs } from "./WalFs.ts"
-import { batchEndFlag, type WalRecord } from "./WalRecord.ts"
+import { batchEndFlag, payloadLength, type WalRecord } from "./WalRecord.ts"
 
 /** Limits and timings of one store actor. */
 export interface StoreOptions {
@@ -195,7 +195,6 @@ export const makeStore = <Command, Event, Reply, Failure>(
       readonly overlay: Overlay
       readonly entries: Array<PreparedEntry>
       readonly outcomes: ReadonlyArray<Result.Result<{ readonly reply: Reply }, Failure>>
-      /** The length of its JSON payloads (UTF-16 units), which bounds the memory waiting for LMDB. */
       readonly byteCount: number
       readonly now: number
     }
@@ -334,7 +333,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
           for (const event of outcome.success.events) {
             definition.apply(event, overlay)
             const payload = JSON.stringify(encodeEvent(event))
-            byteCount += payload.length
+            byteCount += payloadLength(payload)
             entries.push({ type: eventRecordType, payload, event })
           }
           if (key !== undefined && outcome.success.events.length > 0) {
