@@ -182,6 +182,19 @@ const storeWrites = (
   )
 }
 
+type StoreRun = Effect.Success<ReturnType<typeof storeWrites>>
+
+/** The columns of one measured store run, its throughput against `rawPerSecond`. */
+const storeHeader = ["acked writes/s", "x raw", "p50 ms", "p99 ms", "durable writes/write", "CPU µs/write"]
+const storeColumns = (run: StoreRun, rawPerSecond: number) => [
+  round(run.perSecond, 0),
+  round(run.perSecond / rawPerSecond, 2),
+  round(run.p50Ms),
+  round(run.p99Ms),
+  round(run.fsyncsPerWrite, 4),
+  round(run.cpuMicrosPerWrite, 1),
+]
+
 /**
  * Recovery: a store whose LMDB checkpoint is `corpus` records (WAL released) and whose WAL holds
  * `tail` more records not yet in LMDB (as after kill -9 between checkpoints), opened until its
@@ -218,8 +231,8 @@ const recovery = (corpus: number, tail: number) => {
       for (let start = 0; start < tail; start += 256) {
         const entries = Array.from({ length: Math.min(256, tail - start) }, (_, index) => ({
           type: 1,
-          payload: Buffer.from(
-            JSON.stringify(encode({ _tag: "Stored", key: `t${start + index}`, value: `tail ${start + index}`, at: 0 })),
+          payload: JSON.stringify(
+            encode({ _tag: "Stored", key: `t${start + index}`, value: `tail ${start + index}`, at: 0 }),
           ),
         }))
         yield* opened.wal.appendBatch(entries)
@@ -268,7 +281,7 @@ export const suite: BenchSuite = {
     const unsplit = await (async () => {
       const { writes, warmup } = sizes(64)
       const rawNow = rawFsync(quick ? 500 : 2000)
-      const runs: Array<Effect.Success<ReturnType<typeof storeWrites>>> = []
+      const runs: Array<StoreRun> = []
       for (let round = 0; round < 2; round++) {
         runs.push(await Effect.runPromise(storeWrites(64, writes, warmup, "adaptive")))
         runs.push(await Effect.runPromise(storeWrites(64, writes, warmup, "never")))
@@ -303,39 +316,13 @@ export const suite: BenchSuite = {
       tables: [
         {
           title: `raw disk (median of rows): ${round(raw.perSecond, 0)} fdatasync'd appends/s, one fdatasync p50 ${round(raw.p50Ms)} ms`,
-          header: [
-            "writers",
-            "raw appends/s",
-            "acked writes/s",
-            "x raw",
-            "p50 ms",
-            "p99 ms",
-            "durable writes/write",
-            "CPU µs/write",
-          ],
-          rows: rows.map((row) => [
-            row.writers,
-            round(row.rawPerSecond, 0),
-            round(row.perSecond, 0),
-            round(row.perSecond / row.rawPerSecond, 2),
-            round(row.p50Ms),
-            round(row.p99Ms),
-            round(row.fsyncsPerWrite, 4),
-            round(row.cpuMicrosPerWrite, 1),
-          ]),
+          header: ["writers", "raw appends/s", ...storeHeader],
+          rows: rows.map((row) => [row.writers, round(row.rawPerSecond, 0), ...storeColumns(row, row.rawPerSecond)]),
         },
         {
           title: `pipelining, 64 writers, measured side by side, alternating (raw ${round(unsplit.rawPerSecond, 0)} appends/s): batches split when serving costs more CPU than a write ("adaptive", the default) against never split`,
-          header: ["batchSplit", "acked writes/s", "x raw", "p50 ms", "p99 ms", "durable writes/write", "CPU µs/write"],
-          rows: unsplit.runs.map((row) => [
-            row.batchSplit,
-            round(row.perSecond, 0),
-            round(row.perSecond / unsplit.rawPerSecond, 2),
-            round(row.p50Ms),
-            round(row.p99Ms),
-            round(row.fsyncsPerWrite, 4),
-            round(row.cpuMicrosPerWrite, 1),
-          ]),
+          header: ["batchSplit", ...storeHeader],
+          rows: unsplit.runs.map((row) => [row.batchSplit, ...storeColumns(row, unsplit.rawPerSecond)]),
         },
         {
           title:
