@@ -13,30 +13,28 @@
 import type { Change, Entry, KeyRange, StoreView } from "./Checkpoint.ts"
 import { mergedRange, removed } from "./MergedRange.ts"
 
-interface PendingValue {
-  readonly value: unknown
-  readonly seq: number
-}
-
 /** LMDB's view overlaid with changes acknowledged but not yet committed there. */
 export class PendingView implements StoreView {
-  private readonly pending = new Map<string, PendingValue>()
-  private readonly batches: Array<{ readonly seq: number; readonly keys: ReadonlyArray<string> }> = []
+  /** The latest pending change of each key: the very tuple its batch handed to `add`. */
+  private readonly pending = new Map<string, Change>()
+  private readonly batches: Array<{ readonly seq: number; readonly changes: ReadonlyArray<Change> }> = []
 
   constructor(private readonly base: StoreView) {}
 
   /** Records a batch's changes, durable in the WAL up to `seq`. */
   add(changes: ReadonlyArray<Change>, seq: number): void {
-    for (const [key, value] of changes) this.pending.set(key, { value: value === undefined ? removed : value, seq })
-    this.batches.push({ seq, keys: changes.map(([key]) => key) })
+    for (const change of changes) this.pending.set(change[0], change)
+    this.batches.push({ seq, changes })
   }
 
-  /** Forgets changes LMDB has now committed (every batch at or below `seq`). */
+  /**
+   * Forgets changes LMDB has now committed (every batch at or below `seq`). A key stays while a
+   * later batch's change of it is still pending: the map then holds that later tuple, not this one.
+   */
   evictThrough(seq: number): void {
     while (this.batches.length > 0 && this.batches[0]!.seq <= seq) {
-      for (const key of this.batches.shift()!.keys) {
-        const entry = this.pending.get(key)
-        if (entry !== undefined && entry.seq <= seq) this.pending.delete(key)
+      for (const change of this.batches.shift()!.changes) {
+        if (this.pending.get(change[0]) === change) this.pending.delete(change[0])
       }
     }
   }
@@ -46,16 +44,24 @@ export class PendingView implements StoreView {
   }
 
   get = (key: string): unknown => {
-    const entry = this.pending.get(key)
-    if (entry === undefined) return this.base.get(key)
-    return entry.value === removed ? undefined : entry.value
+    const change = this.pending.get(key)
+    // A pending removal is a change whose value is undefined.
+    return change === undefined ? this.base.get(key) : change[1]
   }
 
   /** The committed range with the pending changes merged in, streamed (see MergedRange.ts). */
   getRange = (range: KeyRange): Iterable<Entry> =>
     this.pending.size === 0
       ? this.base.getRange(range)
-      : mergedRange(this.base, this.pending.keys(), (key) => this.pending.get(key)!.value, range)
+      : mergedRange(
+          this.base,
+          this.pending.keys(),
+          (key) => {
+            const value = this.pending.get(key)![1]
+            return value === undefined ? removed : value
+          },
+          range,
+        )
 
   count = (range: KeyRange): number =>
     this.pending.size === 0 ? this.base.count(range) : [...this.getRange(range)].length

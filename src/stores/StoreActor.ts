@@ -46,9 +46,17 @@ import {
 import { Overlay } from "./Overlay.ts"
 import { PendingView } from "./PendingView.ts"
 import type { StoreDefinition } from "./StoreDefinition.ts"
-import { defaultPreallocateBytes, openLocalWal, type RecoveryReport, type Wal, WalError, type WalStats } from "./Wal.ts"
+import {
+  type Appended,
+  defaultPreallocateBytes,
+  openLocalWal,
+  type RecoveryReport,
+  type Wal,
+  WalError,
+  type WalStats,
+} from "./Wal.ts"
 import { WalFs } from "./WalFs.ts"
-import { batchEndFlag, payloadLength, type WalRecord } from "./WalRecord.ts"
+import { batchEndFlag, type WalRecord } from "./WalRecord.ts"
 
 /** Limits and timings of one store actor. */
 export interface StoreOptions {
@@ -163,11 +171,6 @@ class MovingAverage {
   }
 }
 
-interface Appended {
-  readonly firstSeq: number
-  readonly lastSeq: number
-}
-
 const describeCause = (cause: Cause.Cause<unknown>): string => {
   const error = Cause.squash(cause)
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error)
@@ -195,7 +198,6 @@ export const makeStore = <Command, Event, Reply, Failure>(
       readonly overlay: Overlay
       readonly entries: Array<PreparedEntry>
       readonly outcomes: ReadonlyArray<Result.Result<{ readonly reply: Reply }, Failure>>
-      readonly byteCount: number
       readonly now: number
     }
     // Moving averages (see `splitWorthIt`); zero until measured, so nothing splits before.
@@ -323,7 +325,6 @@ export const makeStore = <Command, Event, Reply, Failure>(
         const overlay = new Overlay(base)
         const context = { now }
         const entries: Array<PreparedEntry> = []
-        let byteCount = 0
         const outcomes = batch.map((envelope): Result.Result<{ readonly reply: Reply }, Failure> => {
           const key = envelope.idempotencyKey
           const remembered = key === undefined ? undefined : rememberedReply(overlay, key)
@@ -333,7 +334,6 @@ export const makeStore = <Command, Event, Reply, Failure>(
           for (const event of outcome.success.events) {
             definition.apply(event, overlay)
             const payload = JSON.stringify(encodeEvent(event))
-            byteCount += payloadLength(payload)
             entries.push({ type: eventRecordType, payload, event })
           }
           if (key !== undefined && outcome.success.events.length > 0) {
@@ -343,7 +343,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
           }
           return outcome
         })
-        return { batch, overlay, entries, outcomes, byteCount, now }
+        return { batch, overlay, entries, outcomes, now }
       })
 
     /** Starts the durable WAL write of a prepared batch, if it has anything to write. */
@@ -374,7 +374,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
         const { batch, outcomes, entries } = prepared
         const events: Array<CommittedEvent> = []
         if (appended !== undefined) {
-          incarnation.commits.enqueue(prepared.overlay.changes(), appended.lastSeq, prepared.byteCount)
+          incarnation.commits.enqueue(prepared.overlay.changes(), appended.lastSeq, appended.payloadBytes)
           ackedSeq = appended.lastSeq
           recordsSinceCheckpoint += entries.length
           for (let index = 0; index < entries.length; index++) {
@@ -684,7 +684,11 @@ export const makeStore = <Command, Event, Reply, Failure>(
           return Effect.die(new Error(`idempotency key longer than ${idempotencyKeyLengthMax}`))
         }
         const reply = Deferred.makeUnsafe<Reply, Failure | StoreError>()
-        return Effect.flatMap(Queue.offer(mailbox, { command, idempotencyKey, reply }), (accepted) =>
+        const envelope = { command, idempotencyKey, reply }
+        // Room in the mailbox (the usual case): in at once. Otherwise `offer` waits for room, or
+        // answers false once the mailbox has ended.
+        if (Queue.offerUnsafe(mailbox, envelope)) return Deferred.await(reply)
+        return Effect.flatMap(Queue.offer(mailbox, envelope), (accepted) =>
           accepted
             ? Deferred.await(reply)
             : Effect.fail(refusal ?? storeError("ShuttingDown", "the store is shutting down")),

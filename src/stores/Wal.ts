@@ -72,6 +72,14 @@ export interface WalEntry {
   readonly payload: Uint8Array | string
 }
 
+/** Where an appended batch landed. */
+export interface Appended {
+  readonly firstSeq: number
+  readonly lastSeq: number
+  /** The UTF-8 bytes of the batch's payloads (record headers not counted). */
+  readonly payloadBytes: number
+}
+
 /** What recovery found and did. */
 export interface RecoveryReport {
   readonly segments: number
@@ -103,7 +111,7 @@ export interface WalStats {
 export interface Wal {
   readonly appendBatch: (
     entries: ReadonlyArray<WalEntry>,
-  ) => Effect.Effect<{ readonly firstSeq: number; readonly lastSeq: number }, WalError>
+  ) => Effect.Effect<Appended, WalError>
   /**
    * Seals the active segment if it holds any record, so a checkpoint can release it: the next
    * append starts a new segment (none is created before one is needed).
@@ -472,8 +480,10 @@ const makeLocalWal = Effect.fnUntraced(function* (init: {
     Effect.gen(function* () {
       if (poisoned !== undefined) return yield* poisoned
       let byteCount = 0
+      let payloadBytes = 0
       for (const entry of entries) {
         const length = payloadLength(entry.payload)
+        payloadBytes += length
         if (length > recordPayloadBytesMax) {
           return yield* new WalError({
             reason: "RecordTooLarge",
@@ -502,7 +512,7 @@ const makeLocalWal = Effect.fnUntraced(function* (init: {
       nextSeq += entries.length
       appends++
       fsyncs++
-      return { firstSeq, lastSeq: nextSeq - 1 }
+      return { firstSeq, lastSeq: nextSeq - 1, payloadBytes }
     }).pipe(Effect.mapError((error) => (error.reason === "RecordTooLarge" ? error : poison(error))))
 
   const rotate: Wal["rotate"] = () =>

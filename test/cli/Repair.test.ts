@@ -93,7 +93,7 @@ describe("repairing a corrupt log", () => {
       }).pipe(Effect.provide(layerNode)),
     )
     assert.deepStrictEqual(next.replayed, [1, 2, 3, 4])
-    assert.deepStrictEqual(next.appended, { firstSeq: 5, lastSeq: 5 })
+    assert.deepStrictEqual(next.appended, { firstSeq: 5, lastSeq: 5, payloadBytes: 2 })
   })
 
   it("a healthy log is left alone", async () => {

@@ -10,13 +10,14 @@ import { PendingView } from "../../src/stores/PendingView.ts"
 
 /** A committed state in memory, ranged like LMDB (start inclusive, end exclusive); counts pulls. */
 const memoryView = (entries: ReadonlyMap<string, unknown>) => {
-  const keys = [...entries.keys()].sort()
+  // Read on every call: a test may commit more into `entries` later, as LMDB would.
+  const sortedKeys = () => [...entries.keys()].sort()
   let pulled = 0
   const view: StoreView = {
     get: (key) => entries.get(key),
     getRange: (range: KeyRange): Iterable<Entry> => ({
       *[Symbol.iterator]() {
-        const inRange = keys.filter((key) => key >= range.start && key < range.end)
+        const inRange = sortedKeys().filter((key) => key >= range.start && key < range.end)
         if (range.reverse) inRange.reverse()
         let given = 0
         for (const key of inRange) {
@@ -27,7 +28,7 @@ const memoryView = (entries: ReadonlyMap<string, unknown>) => {
         }
       },
     }),
-    count: (range) => keys.filter((key) => key >= range.start && key < range.end).length,
+    count: (range) => sortedKeys().filter((key) => key >= range.start && key < range.end).length,
   }
   return { view, pulled: () => pulled }
 }
@@ -65,6 +66,54 @@ describe("PendingView ranges", () => {
           const got = [...pending.getRange(range)].map((entry) => [entry.key, entry.value])
           assert.deepStrictEqual(got, want)
           assert.strictEqual(pending.count({ start, end }), keys.length)
+        },
+      ),
+      { numRuns: 500 },
+    )
+  })
+
+  it("after LMDB commits a prefix of the batches, reads still see every later pending change", () => {
+    fc.assert(
+      fc.property(
+        fc.dictionary(key, fc.integer()),
+        fc.array(fc.array(fc.tuple(key, fc.option(fc.integer(), { nil: undefined })), { maxLength: 6 }), {
+          maxLength: 5,
+        }),
+        fc.nat({ max: 5 }),
+        (committed, batches, committedBatches) => {
+          const base = new Map(Object.entries(committed))
+          const pending = new PendingView(memoryView(base).view)
+          const expected = new Map(base)
+          const applyTo = (state: Map<string, unknown>, batch: ReadonlyArray<Change>) => {
+            for (const [changedKey, value] of batch) {
+              if (value === undefined) state.delete(changedKey)
+              else state.set(changedKey, value)
+            }
+          }
+          batches.forEach((batch, index) => {
+            pending.add(batch as ReadonlyArray<Change>, index + 1)
+            applyTo(expected, batch as ReadonlyArray<Change>)
+          })
+          // LMDB commits the first batches (the base now holds them), then the pending layer forgets them.
+          const through = Math.min(committedBatches, batches.length)
+          for (const batch of batches.slice(0, through)) applyTo(base, batch as ReadonlyArray<Change>)
+          pending.evictThrough(through)
+          for (const k of new Set([...Object.keys(committed), ...batches.flat().map(([k]) => k)])) {
+            assert.deepStrictEqual(pending.get(k), expected.get(k), `key ${k}`)
+          }
+          const all = [...pending.getRange({ start: "", end: "f" })].map((entry) => [entry.key, entry.value])
+          assert.deepStrictEqual(
+            all,
+            [...expected.keys()].sort().map((k) => [k, expected.get(k)]),
+          )
+          // Everything committed is gone from the pending layer; what is left is only later changes.
+          const later = new Set(
+            batches
+              .slice(through)
+              .flat()
+              .map(([k]) => k),
+          )
+          assert.isAtMost(pending.size, later.size)
         },
       ),
       { numRuns: 500 },

@@ -20,7 +20,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { type LocalWalOptions, openLocalWal, type WalError } from "../../src/stores/Wal.ts"
+import { type Appended, type LocalWalOptions, openLocalWal, type WalError } from "../../src/stores/Wal.ts"
 import { layerNode } from "../../src/stores/WalFs.ts"
 import {
   batchEndFlag,
@@ -68,7 +68,7 @@ const writeBatches = (
   Effect.scoped(
     Effect.gen(function* () {
       const { wal } = yield* openWal(dir, options)
-      const ranges: Array<{ firstSeq: number; lastSeq: number }> = []
+      const ranges: Array<Appended> = []
       for (const batch of batches) {
         ranges.push(yield* wal.appendBatch(batch.map((text) => ({ type: 1, payload: Buffer.from(text, "utf8") }))))
       }
@@ -130,16 +130,37 @@ const range = (from: number, to: number) => Array.from({ length: to - from + 1 }
 // ---------------------------------------------------------------------------------------------
 
 describe("Wal on the real file system", () => {
+  it.effect("writes string payloads as UTF-8 and reports their bytes", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const payloads = ["a", "é", "日本", '{"emoji":"😀"}']
+      const appended = yield* Effect.scoped(
+        Effect.flatMap(openWal(dir), ({ wal }) => wal.appendBatch(payloads.map((payload) => ({ type: 1, payload })))),
+      )
+      assert.deepStrictEqual(appended, {
+        firstSeq: 1,
+        lastSeq: 4,
+        payloadBytes: payloads.reduce((sum, payload) => sum + Buffer.byteLength(payload, "utf8"), 0),
+      })
+      assert.strictEqual(appended.payloadBytes, 1 + 2 + 6 + 16)
+      const { replay } = yield* Effect.scoped(openWal(dir))
+      assert.deepStrictEqual(
+        replay.map((record) => text(record.payload)),
+        payloads,
+      )
+    }),
+  )
+
   it.effect("replays appended batches in order with gap-free sequences; replayAfterSeq skips applied ones", () =>
     Effect.gen(function* () {
       const dir = yield* tempDir
       const batches = makeBatches([1, 3, 5, 2])
       const ranges = yield* writeBatches(dir, batches)
       assert.deepStrictEqual(ranges, [
-        { firstSeq: 1, lastSeq: 1 },
-        { firstSeq: 2, lastSeq: 4 },
-        { firstSeq: 5, lastSeq: 9 },
-        { firstSeq: 10, lastSeq: 11 },
+        { firstSeq: 1, lastSeq: 1, payloadBytes: 5 },
+        { firstSeq: 2, lastSeq: 4, payloadBytes: 15 },
+        { firstSeq: 5, lastSeq: 9, payloadBytes: 25 },
+        { firstSeq: 10, lastSeq: 11, payloadBytes: 10 },
       ])
 
       const all = yield* Effect.scoped(
@@ -187,6 +208,7 @@ describe("Wal on the real file system", () => {
           assert.deepStrictEqual(yield* wal.appendBatch([{ type: 1, payload: Buffer.from("after") }]), {
             firstSeq: 12,
             lastSeq: 12,
+            payloadBytes: 5,
           })
         }),
       )
@@ -301,6 +323,7 @@ describe("Wal on the real file system", () => {
           assert.deepStrictEqual(yield* wal.appendBatch([{ type: 1, payload: Buffer.from("z") }]), {
             firstSeq: 21,
             lastSeq: 21,
+            payloadBytes: 1,
           })
         }),
       )
@@ -341,6 +364,7 @@ describe("Wal on the real file system", () => {
           assert.deepStrictEqual(yield* wal.appendBatch([{ type: 1, payload: Buffer.from("c") }]), {
             firstSeq: 3,
             lastSeq: 3,
+            payloadBytes: 1,
           })
           assert.deepStrictEqual(segmentFiles(dir), [segmentFileName(3)])
           // An open segment is never released, even when all its records are below the point.
@@ -384,6 +408,7 @@ describe("Wal on the real file system", () => {
       assert.deepStrictEqual(yield* wal.appendBatch([{ type: 1, payload: Buffer.from("c") }]), {
         firstSeq: 3,
         lastSeq: 3,
+        payloadBytes: 1,
       })
     }),
   )
@@ -431,6 +456,7 @@ describe("Wal on the real file system", () => {
               assert.deepStrictEqual(yield* wal.appendBatch([{ type: 1, payload: Buffer.from("after", "utf8") }]), {
                 firstSeq: 4,
                 lastSeq: 4,
+                payloadBytes: 5,
               })
             }),
           )
@@ -576,6 +602,7 @@ describe("Wal on the real file system", () => {
                 {
                   firstSeq: next,
                   lastSeq: next + 1,
+                  payloadBytes: 4,
                 },
               )
             }),
@@ -623,6 +650,7 @@ describe("Wal on the real file system", () => {
             assert.deepStrictEqual(yield* wal.appendBatch([{ type: 1, payload: Buffer.from("again") }]), {
               firstSeq: lastFirstSeq,
               lastSeq: lastFirstSeq,
+              payloadBytes: 5,
             })
           }),
         )
@@ -667,6 +695,7 @@ describe("Wal on the real file system", () => {
               assert.deepStrictEqual(yield* wal.appendBatch([{ type: 1, payload: Buffer.from("later") }]), {
                 firstSeq: 4,
                 lastSeq: 4,
+                payloadBytes: 5,
               })
             }),
           )
@@ -797,6 +826,7 @@ describe("Wal on the real file system", () => {
           assert.deepStrictEqual(yield* wal.appendBatch([{ type: 1, payload: Buffer.from("fresh") }]), {
             firstSeq: keepThrough.seq + 1,
             lastSeq: keepThrough.seq + 1,
+            payloadBytes: 5,
           })
         }),
       )
