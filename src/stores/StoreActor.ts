@@ -171,6 +171,9 @@ class MovingAverage {
   }
 }
 
+/** A batch's queued WAL write: waits until the batch is durable. */
+type Written = Effect.Effect<Appended>
+
 const describeCause = (cause: Cause.Cause<unknown>): string => {
   const error = Cause.squash(cause)
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error)
@@ -346,23 +349,14 @@ export const makeStore = <Command, Event, Reply, Failure>(
         return { batch, overlay, entries, outcomes, now }
       })
 
-    /** Starts the durable WAL write of a prepared batch, if it has anything to write. */
-    const startWrite = (incarnation: Incarnation, prepared: Prepared) =>
+    /**
+     * Queues the durable WAL write of a prepared batch, if it has anything to write, behind the one
+     * still on its way (the WAL writes them in order); gives the effect that waits until it is durable.
+     */
+    const queueWrite = (incarnation: Incarnation, prepared: Prepared): Effect.Effect<Written | undefined> =>
       prepared.entries.length === 0
         ? Effect.undefined
-        : Effect.forkChild(
-            Effect.suspend(() => {
-              const started = performance.now()
-              return incarnation.wal.appendBatch(prepared.entries).pipe(
-                Effect.map((appended) => {
-                  writeMs.add(performance.now() - started)
-                  return appended
-                }),
-                Effect.orDie,
-              )
-            }),
-            { startImmediately: true, uninterruptible: true },
-          )
+        : Effect.map(Effect.orDie(incarnation.wal.queueBatch(prepared.entries)), Effect.orDie)
 
     /**
      * After a batch's WAL write: its changes become readable and go to LMDB, its events are published
@@ -423,8 +417,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
       return options.batchSplit === "always" && count >= 2
     }
 
-    const joinWrite = (writing: Fiber.Fiber<Appended> | undefined) =>
-      writing === undefined ? Effect.undefined : Fiber.join(writing)
+    const joinWrite = (writing: Written | undefined) => writing ?? Effect.undefined
 
     /**
      * Decides `batch` on top of `current`, whose write may still be running. Should deciding fail
@@ -448,15 +441,16 @@ export const makeStore = <Command, Event, Reply, Failure>(
 
     /**
      * Serves `taken` and then, for as long as each write has followers, the commands that arrived
-     * while it was on disk. Group commit, pipelined: while batch N's durable write is in flight, the
-     * actor decides batch N+1 against N's overlay (N+1 sees N's effects before they are durable); when
-     * N's write completes, N+1's write starts at once and N's callers are answered while it runs. At
-     * most one write is in flight, so batches stay large: each holds what arrived during the write
+     * while it was on disk. Group commit, pipelined: while batch N's durable write is on its way, the
+     * actor decides batch N+1 against N's overlay (N+1 sees N's effects before they are durable) and
+     * queues N+1's write right behind N's, so the WAL writer starts it the moment N is durable,
+     * whatever the actor is doing then; the actor meanwhile answers N's callers and decides N+2. Two
+     * writes at most are queued, so batches stay large: each holds what arrived during the write
      * before it. A batch's callers are answered only after its own write, and never before an earlier
      * batch's. When N's write fails, only N's callers fail (after the reopen, which cuts N if it
-     * reached the disk); N+1 never reached the disk, so its commands go back (`requeued`) to be decided
-     * afresh by the next incarnation. A defect in deciding N+1 lets N finish first, then fails N+1.
-     * `follow: false` serves `taken` alone.
+     * reached the disk); N+1's write fails unwritten behind it (the WAL writes nothing after a failed
+     * write), so its commands go back (`requeued`) to be decided afresh by the next incarnation. A
+     * defect in deciding N+1 lets N finish first, then fails N+1. `follow: false` serves `taken` alone.
      */
     const processBatches = (incarnation: Incarnation, taken: ReadonlyArray<Env>, follow: boolean) =>
       Effect.gen(function* () {
@@ -476,9 +470,30 @@ export const makeStore = <Command, Event, Reply, Failure>(
         let current = decided.value
         if (follow) sampleCpu(current.batch.length)
         lastRunSerial = !split
-        let writing = yield* startWrite(incarnation, current)
+        const queued = yield* Effect.exit(queueWrite(incarnation, current))
+        if (Exit.isFailure(queued)) {
+          // As above: the second half was taken but never decided.
+          if (held !== undefined) requeued = [...held, ...requeued]
+          return yield* queued
+        }
+        let writing = queued.value
+        // When the write of `current` could start: its queueing, or the end of the write before it.
+        let writeStartedAt = performance.now()
         while (true) {
           let next: Prepared | undefined
+          let nextWriting: Written | undefined
+          // Queueing `next` failed (the log broke): `current` is still finished, then the incarnation ends.
+          let brokenLog: Cause.Cause<never> | undefined
+          const queueNext = (prepared: Prepared) =>
+            Effect.map(Effect.exit(queueWrite(incarnation, prepared)), (queued) => {
+              if (Exit.isSuccess(queued)) {
+                next = prepared
+                nextWriting = queued.value
+              } else {
+                requeued = [...prepared.batch, ...requeued]
+                brokenLog = queued.cause
+              }
+            })
           // Follow the write with more only while it runs, no checkpoint is due and no shutdown began.
           const following =
             follow &&
@@ -489,30 +504,35 @@ export const makeStore = <Command, Event, Reply, Failure>(
           // to its next wait): decide what they sent.
           if (held === undefined && waiting()) held = yield* Queue.takeBetween(mailbox, 1, options.batchCommandsMax)
           if (held !== undefined) {
-            next = yield* prepareNext(incarnation, current, joinWrite(writing), held)
+            yield* queueNext(yield* prepareNext(incarnation, current, joinWrite(writing), held))
             held = undefined
           }
           const written = yield* Effect.exit(joinWrite(writing))
           if (Exit.isFailure(written)) {
-            // Only the batch that was written fails (after the reopen, which cuts it). The one decided on
-            // top of it never reached the disk: it goes back to be decided afresh by the next incarnation.
+            // Only the batch that was written fails (after the reopen, which cuts it). The one queued
+            // behind it failed unwritten: it goes back to be decided afresh by the next incarnation.
+            if (nextWriting !== undefined) yield* Effect.exit(nextWriting)
             if (next !== undefined) requeued = [...next.batch, ...requeued]
             inFlight = current.batch
             return yield* written
           }
+          const writtenAt = performance.now()
+          if (writing !== undefined) writeMs.add(writtenAt - writeStartedAt)
+          writeStartedAt = writtenAt
           const appended = written.value
-          if (next === undefined && waiting()) {
+          if (next === undefined && brokenLog === undefined && waiting()) {
             // Callers that sent during the write without being seen above: decided now, not overlapped
             // this time, but as a batch of their own, so the two groups of callers stay apart.
             const batch = yield* Queue.takeBetween(mailbox, 1, options.batchCommandsMax)
-            next = yield* prepareNext(incarnation, current, Effect.succeed(appended), batch)
+            yield* queueNext(yield* prepareNext(incarnation, current, Effect.succeed(appended), batch))
+            writeStartedAt = performance.now()
           }
-          const nextWriting = next === undefined ? undefined : yield* startWrite(incarnation, next)
-          // A failure here must not leave the next write running into the reopen.
-          yield* finish(incarnation, current, appended).pipe(
-            Effect.onError(() => (nextWriting === undefined ? Effect.void : Fiber.await(nextWriting))),
-          )
+          yield* finish(incarnation, current, appended)
           committedSinceOpen = true
+          if (brokenLog !== undefined) {
+            inFlight = []
+            return yield* Effect.failCause(brokenLog)
+          }
           if (next === undefined) {
             inFlight = []
             return

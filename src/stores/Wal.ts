@@ -27,7 +27,7 @@
  * The interface is what a store depends on; a replicated log (DESIGN.md §9) can implement it.
  */
 import { posix as path } from "node:path"
-import { Effect, Schema } from "effect"
+import { Deferred, Effect, Schema } from "effect"
 import { type FsError, type WalFile, WalFs } from "./WalFs.ts"
 import {
   batchEndFlag,
@@ -109,9 +109,16 @@ export interface WalStats {
 
 /** A store's log, as the store kernel sees it. */
 export interface Wal {
-  readonly appendBatch: (
-    entries: ReadonlyArray<WalEntry>,
-  ) => Effect.Effect<Appended, WalError>
+  /**
+   * Queues a batch: gives it the next sequence numbers, encodes it and queues its one durable write
+   * behind those still on their way to the disk. Returns once it is queued, with an effect that
+   * waits until the batch is durable. Batches reach the disk in the order they were queued, each
+   * only after the one before is durable, and none after one that failed. Calls must not overlap:
+   * one caller (the store's actor) queues its batches one after another.
+   */
+  readonly queueBatch: (entries: ReadonlyArray<WalEntry>) => Effect.Effect<Effect.Effect<Appended, WalError>, WalError>
+  /** `queueBatch`, then waits until the batch is durable. */
+  readonly appendBatch: (entries: ReadonlyArray<WalEntry>) => Effect.Effect<Appended, WalError>
   /**
    * Seals the active segment if it holds any record, so a checkpoint can release it: the next
    * append starts a new segment (none is created before one is needed).
@@ -436,13 +443,20 @@ const makeLocalWal = Effect.fnUntraced(function* (init: {
   let fsyncs = 0
 
   const poison = (error: WalError) => {
-    poisoned = new WalError({
+    poisoned ??= new WalError({
       reason: "Poisoned",
       file: error.file,
       message: `log poisoned by an earlier failure: ${error.message}`,
     })
     return error
   }
+
+  /** The last durable write queued (writes settle in queue order, so it settles last). */
+  let lastQueued: Deferred.Deferred<void, FsError> | undefined
+  /** Waits until every queued write settled; fails, poisoning the log, if the last one failed. */
+  const settleQueued = Effect.suspend(() =>
+    lastQueued === undefined ? Effect.void : Effect.mapError(Deferred.await(lastQueued), durableWriteFailure),
+  )
 
   const createSegment = Effect.fnUntraced(function* (firstSeq: number) {
     const name = segmentFileName(firstSeq)
@@ -464,6 +478,9 @@ const makeLocalWal = Effect.fnUntraced(function* (init: {
   const activeFile = Effect.fnUntraced(function* () {
     const last = segments[segments.length - 1]
     if (last === undefined || sealed || last.size >= init.segmentBytesMax) {
+      // A new segment holds records only once every earlier one is durable: recovery then never
+      // finds a torn batch with a later segment after it.
+      yield* settleQueued
       if (active !== undefined) yield* active.close()
       active = undefined
       active = yield* createSegment(nextSeq)
@@ -476,7 +493,7 @@ const makeLocalWal = Effect.fnUntraced(function* (init: {
     return active
   })
 
-  const appendBatch: Wal["appendBatch"] = (entries) =>
+  const queueBatch: Wal["queueBatch"] = (entries) =>
     Effect.gen(function* () {
       if (poisoned !== undefined) return yield* poisoned
       let byteCount = 0
@@ -493,27 +510,38 @@ const makeLocalWal = Effect.fnUntraced(function* (init: {
         byteCount += recordHeaderBytes + length
       }
       const file = yield* activeFile()
+      // Sequence numbers and bytes are taken now, in call order; a failed write poisons the log, so
+      // nothing is ever appended after a batch that did not reach the disk.
       const segment = segments[segments.length - 1]!
-      const buffer = Buffer.allocUnsafe(byteCount)
       const firstSeq = nextSeq
-      let offset = 0
-      entries.forEach((entry, index) => {
+      const offset = segment.size
+      segment.size += byteCount
+      nextSeq += entries.length
+      const buffer = Buffer.allocUnsafe(byteCount)
+      let end = 0
+      for (let index = 0; index < entries.length; index++) {
+        const entry = entries[index]!
         const flags = (index === entries.length - 1 ? batchEndFlag : 0) | (index === 0 ? batchStartFlag : 0)
-        offset = encodeRecordInto(buffer, offset, {
+        end = encodeRecordInto(buffer, end, {
           seq: firstSeq + index,
           salt,
           type: entry.type,
           flags,
           payload: entry.payload,
         })
-      })
-      yield* file.writeDurable(segment.size, buffer).pipe(Effect.mapError(durableWriteFailure))
-      segment.size += byteCount
-      nextSeq += entries.length
+      }
+      const written = yield* file.queueDurable(offset, buffer)
+      lastQueued = written
       appends++
       fsyncs++
-      return { firstSeq, lastSeq: nextSeq - 1, payloadBytes }
+      const appended: Appended = { firstSeq, lastSeq: firstSeq + entries.length - 1, payloadBytes }
+      return Deferred.await(written).pipe(
+        Effect.mapError((error) => poison(durableWriteFailure(error))),
+        Effect.as(appended),
+      )
     }).pipe(Effect.mapError((error) => (error.reason === "RecordTooLarge" ? error : poison(error))))
+
+  const appendBatch: Wal["appendBatch"] = (entries) => Effect.flatten(queueBatch(entries))
 
   const rotate: Wal["rotate"] = () =>
     Effect.gen(function* () {
@@ -546,6 +574,7 @@ const makeLocalWal = Effect.fnUntraced(function* (init: {
     })
 
   return {
+    queueBatch,
     appendBatch,
     rotate,
     releaseThrough,

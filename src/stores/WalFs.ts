@@ -9,10 +9,16 @@
  * - `write` writes all of `bytes` at `offset` (short writes are looped inside) or fails.
  * - Data is durable only after `datasync` on that file returns; a directory entry (a created,
  *   renamed or removed file) is durable only after `syncDir` on its directory returns.
- * - `writeDurable` is `write` followed by `datasync` as one call: it returns once the bytes are
- *   durable. The real disk does it with one `pwrite` on a descriptor opened `O_DSYNC` (one trip
- *   through libuv's thread pool instead of two; the kernel makes the data and the metadata needed
- *   to read it back durable before the call returns, exactly what `fdatasync` promises).
+ * - `queueDurable` queues a write that is made durable as one call (`write` then `datasync`), and
+ *   returns at once with a `Deferred` that settles when it did (`writeDurable` waits for it).
+ *   Durable writes queued through one `WalFs` are made one at a time, in queue order, across all
+ *   its files: each starts only after the one before it settled. Once one fails, every later one
+ *   queued to the same file fails without writing a byte. So a caller may queue its next write
+ *   while the last one is still on its way: the disk never holds the later one without the earlier.
+ *   The real disk does each with one `pwrite` on a descriptor opened `O_DSYNC` (the kernel makes the
+ *   data and the metadata needed to read it back durable before the call returns, exactly what
+ *   `fdatasync` promises), on the WAL writer thread (WalWriter.ts).
+ * - `close` waits until the file's queued durable writes settled.
  * - `truncate` changes the file's size; like a write, it is durable after `datasync`.
  * - Failures are `FsError` values with a `reason`; nothing throws.
  */
@@ -20,7 +26,8 @@
 import { constants } from "node:fs"
 import * as fsp from "node:fs/promises"
 import { type FileHandle, open as openFile } from "node:fs/promises"
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Deferred, Effect, Exit, Layer, Schema } from "effect"
+import { fileToken, forgetFile, queueWrite, type WriteFailure } from "./WalWriter.ts"
 
 /** Why a file-system call failed; `NoSpace` is ENOSPC/EDQUOT, `NotFound` ENOENT, the rest `Io`. */
 export const FsErrorReason = Schema.Literals(["NotFound", "NoSpace", "Io"])
@@ -41,8 +48,12 @@ export interface WalFile {
   readonly read: (offset: number, length: number) => Effect.Effect<Uint8Array, FsError>
   readonly write: (offset: number, bytes: Uint8Array) => Effect.Effect<void, FsError>
   readonly datasync: () => Effect.Effect<void, FsError>
-  /** `write` then `datasync`: resolves once `bytes` are durable at `offset`. */
-  readonly writeDurable: (offset: number, bytes: Uint8Array) => Effect.Effect<void, FsError>
+  /**
+   * Queues `bytes` to be written at `offset` and made durable, in order with every other queued
+   * write (see above); the Deferred settles when they are durable or the write failed. The caller
+   * may reuse `bytes` at once.
+   */
+  readonly queueDurable: (offset: number, bytes: Uint8Array) => Effect.Effect<Deferred.Deferred<void, FsError>>
   readonly truncate: (length: number) => Effect.Effect<void, FsError>
   readonly close: () => Effect.Effect<void>
 }
@@ -71,15 +82,18 @@ const reasonOf = (cause: unknown): FsErrorReason => {
 }
 
 const attempt = <A>(op: string, path: string, run: () => Promise<A>): Effect.Effect<A, FsError> =>
-  Effect.tryPromise({
-    try: run,
-    catch: (cause) =>
-      new FsError({
-        reason: reasonOf(cause),
-        op,
-        path,
-        message: cause instanceof Error ? cause.message : String(cause),
-      }),
+  Effect.tryPromise({ try: run, catch: (cause) => fsError(op, path, cause) })
+
+/** Writes `bytes` at `offset` of `file` and waits until they are durable. */
+export const writeDurable = (file: WalFile, offset: number, bytes: Uint8Array): Effect.Effect<void, FsError> =>
+  Effect.flatMap(file.queueDurable(offset, bytes), Deferred.await)
+
+const fsError = (op: string, path: string, cause: unknown) =>
+  new FsError({
+    reason: reasonOf(cause),
+    op,
+    path,
+    message: cause instanceof Error ? cause.message : String(cause),
   })
 
 const writeAll = async (handle: FileHandle, offset: number, bytes: Uint8Array): Promise<void> => {
@@ -93,27 +107,50 @@ const writeAll = async (handle: FileHandle, offset: number, bytes: Uint8Array): 
 /** Read and write, every write durable on return (see `writeDurable`). */
 const readWriteDurable = constants.O_RDWR | constants.O_DSYNC
 
-const nodeFile = (path: string, handle: FileHandle): WalFile => ({
-  path,
-  size: () => attempt("stat", path, async () => (await handle.stat()).size),
-  read: (offset, length) =>
-    attempt("read", path, async () => {
-      const buffer = Buffer.allocUnsafe(length)
-      let done = 0
-      while (done < length) {
-        const { bytesRead } = await handle.read(buffer, done, length - done, offset + done)
-        if (bytesRead === 0) break
-        done += bytesRead
-      }
-      return done === length ? buffer : buffer.subarray(0, done)
-    }),
-  write: (offset, bytes) => attempt("write", path, () => writeAll(handle, offset, bytes)),
-  datasync: () => attempt("fdatasync", path, () => handle.datasync()),
-  // The handle is O_DSYNC: each pwrite returns once its bytes are durable.
-  writeDurable: (offset, bytes) => attempt("write", path, () => writeAll(handle, offset, bytes)),
-  truncate: (length) => attempt("truncate", path, () => handle.truncate(length)),
-  close: () => Effect.promise(() => handle.close().catch(() => undefined)),
-})
+const nodeFile = (path: string, handle: FileHandle): WalFile => {
+  const token = fileToken()
+  // Settles (never rejects) when the last durable write queued to this file settled.
+  let lastWrite: Promise<void> = Promise.resolve()
+  return {
+    path,
+    size: () => attempt("stat", path, async () => (await handle.stat()).size),
+    read: (offset, length) =>
+      attempt("read", path, async () => {
+        const buffer = Buffer.allocUnsafe(length)
+        let done = 0
+        while (done < length) {
+          const { bytesRead } = await handle.read(buffer, done, length - done, offset + done)
+          if (bytesRead === 0) break
+          done += bytesRead
+        }
+        return done === length ? buffer : buffer.subarray(0, done)
+      }),
+    write: (offset, bytes) => attempt("write", path, () => writeAll(handle, offset, bytes)),
+    datasync: () => attempt("fdatasync", path, () => handle.datasync()),
+    // The handle is O_DSYNC: each pwrite the writer thread makes returns once its bytes are durable.
+    queueDurable: (offset, bytes) =>
+      Effect.sync(() => {
+        const done = Deferred.makeUnsafe<void, FsError>()
+        lastWrite = queueWrite(token, handle.fd, offset, bytes).then(
+          () => {
+            Deferred.doneUnsafe(done, Exit.void)
+          },
+          (failure: WriteFailure) => {
+            Deferred.doneUnsafe(done, Exit.fail(fsError("write", path, failure)))
+          },
+        )
+        return done
+      }),
+    truncate: (length) => attempt("truncate", path, () => handle.truncate(length)),
+    // Never while the writer thread may still write through the descriptor (it could be reused).
+    close: () =>
+      Effect.promise(async () => {
+        await lastWrite
+        forgetFile(token)
+        await handle.close().catch(() => undefined)
+      }),
+  }
+}
 
 /** The real disk, through `node:fs/promises` (libuv's thread pool, so fsync never blocks the event loop). */
 export const layerNode: Layer.Layer<WalFs> = Layer.succeed(

@@ -17,10 +17,10 @@
  */
 import * as fs from "node:fs"
 import { join } from "node:path"
-import { Effect, Layer } from "effect"
+import { Deferred, Effect, Layer } from "effect"
 import { openCheckpoint } from "./Checkpoint.ts"
 import { openLocalWal } from "./Wal.ts"
-import { layerNode, WalFs } from "./WalFs.ts"
+import { type FsError, layerNode, WalFs } from "./WalFs.ts"
 import {
   batchEndFlag,
   decodeSegmentHeader,
@@ -59,7 +59,8 @@ const readOnlyDisk: Layer.Layer<WalFs> = Layer.effect(
           write: () => Effect.void,
           truncate: () => Effect.void,
           datasync: () => Effect.void,
-          writeDurable: () => Effect.void,
+          queueDurable: () =>
+            Deferred.make<void, FsError>().pipe(Effect.tap((done) => Deferred.succeed(done, undefined))),
         })),
       remove: () => Effect.void,
       rename: () => Effect.void,

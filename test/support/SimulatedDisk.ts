@@ -13,7 +13,7 @@
  * datasync, truncate, syncDir, rename, remove) and are 0-based: `crashAfter(0)` cuts the very next one.
  */
 import { posix } from "node:path"
-import { Effect, Layer } from "effect"
+import { Deferred, Effect, Layer } from "effect"
 import { FsError, type FsErrorReason, type WalFile, WalFs } from "../../src/stores/WalFs.js"
 
 /** Default sector size in bytes: the unit a torn write keeps or loses whole. */
@@ -128,6 +128,8 @@ export class SimulatedDisk {
   private pending: Array<PendingOp> = []
   private faults: Array<Fault> = []
   private ops = 0
+  /** The last durable write queued on this disk: the next one waits for it to settle (WalFs.ts). */
+  private lastQueued: Deferred.Deferred<void, FsError> | undefined
   private crashAt = Number.POSITIVE_INFINITY
   private dead = false
   private readonly coin = () => this.random() >= 2 ** 31
@@ -317,6 +319,9 @@ export class SimulatedDisk {
 
   private file(path: string, inode: Inode): WalFile {
     let closed = false
+    // The last durable write queued to this file, and the failure that refuses later ones.
+    let lastQueuedHere: Deferred.Deferred<void, FsError> | undefined
+    let durableFailure: FsError | undefined
     const use = <A>(op: string, touchesDisk: boolean, body: () => A | FsError, onPowerCut?: () => void) =>
       this.act(op, path, touchesDisk, () => (closed ? fsError("Io", op, path, "file is closed") : body()), onPowerCut)
     const invalid = (op: string) => fsError("Io", op, path, "invalid offset or length")
@@ -347,14 +352,49 @@ export class SimulatedDisk {
         ),
       write,
       datasync,
-      // Two operations, as on a disk without O_DSYNC: a crash or fault can come between them.
-      writeDurable: (offset, bytes) => Effect.andThen(write(offset, bytes), datasync()),
+      // Two operations, as on a disk without O_DSYNC: a crash or fault can come between them. Made by a
+      // fiber of its own once the write queued before it settled, as the WAL writer thread does.
+      queueDurable: (offset, bytes) =>
+        Effect.suspend(() => {
+          const done = Deferred.makeUnsafe<void, FsError>()
+          const previous = this.lastQueued
+          this.lastQueued = done
+          lastQueuedHere = done
+          const copy = bytes.slice()
+          const run = Effect.gen(function* () {
+            if (previous !== undefined) yield* Effect.exit(Deferred.await(previous))
+            if (durableFailure !== undefined) {
+              return yield* fsError(
+                "Io",
+                "write",
+                path,
+                `an earlier write to this file failed: ${durableFailure.message}`,
+              )
+            }
+            yield* write(offset, copy)
+            yield* datasync()
+          }).pipe(
+            Effect.tapError((error) =>
+              Effect.sync(() => {
+                durableFailure ??= error
+              }),
+            ),
+            Effect.exit,
+            Effect.flatMap((exit) => Deferred.done(done, exit)),
+          )
+          return Effect.as(Effect.forkDetach(run), done)
+        }),
       truncate: (length) =>
         use("truncate", true, () => (isOffset(length) ? inode.truncate(length) : invalid("truncate"))),
       close: () =>
-        Effect.sync(() => {
-          closed = true
-        }),
+        Effect.andThen(
+          Effect.suspend(() =>
+            lastQueuedHere === undefined ? Effect.void : Effect.exit(Deferred.await(lastQueuedHere)),
+          ),
+          Effect.sync(() => {
+            closed = true
+          }),
+        ),
     }
   }
 
