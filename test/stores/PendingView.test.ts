@@ -34,15 +34,19 @@ const memoryView = (entries: ReadonlyMap<string, unknown>) => {
 }
 
 const key = fc.stringMatching(/^[a-e]{1,3}$/)
+const committedState = fc.dictionary(key, fc.integer())
+/** Up to `count` batches of changes; `undefined` removes the key. */
+const pendingBatches = (count: number) =>
+  fc.array(fc.array(fc.tuple(key, fc.option(fc.integer(), { nil: undefined })), { maxLength: 6 }), {
+    maxLength: count,
+  })
 
 describe("PendingView ranges", () => {
   it("equal the committed state with the pending changes applied, for any range, direction and limit", () => {
     fc.assert(
       fc.property(
-        fc.dictionary(key, fc.integer()),
-        fc.array(fc.array(fc.tuple(key, fc.option(fc.integer(), { nil: undefined })), { maxLength: 6 }), {
-          maxLength: 4,
-        }),
+        committedState,
+        pendingBatches(4),
         key,
         key,
         fc.boolean(),
@@ -74,48 +78,41 @@ describe("PendingView ranges", () => {
 
   it("after LMDB commits a prefix of the batches, reads still see every later pending change", () => {
     fc.assert(
-      fc.property(
-        fc.dictionary(key, fc.integer()),
-        fc.array(fc.array(fc.tuple(key, fc.option(fc.integer(), { nil: undefined })), { maxLength: 6 }), {
-          maxLength: 5,
-        }),
-        fc.nat({ max: 5 }),
-        (committed, batches, committedBatches) => {
-          const base = new Map(Object.entries(committed))
-          const pending = new PendingView(memoryView(base).view)
-          const expected = new Map(base)
-          const applyTo = (state: Map<string, unknown>, batch: ReadonlyArray<Change>) => {
-            for (const [changedKey, value] of batch) {
-              if (value === undefined) state.delete(changedKey)
-              else state.set(changedKey, value)
-            }
+      fc.property(committedState, pendingBatches(5), fc.nat({ max: 5 }), (committed, batches, committedBatches) => {
+        const base = new Map(Object.entries(committed))
+        const pending = new PendingView(memoryView(base).view)
+        const expected = new Map(base)
+        const applyTo = (state: Map<string, unknown>, batch: ReadonlyArray<Change>) => {
+          for (const [changedKey, value] of batch) {
+            if (value === undefined) state.delete(changedKey)
+            else state.set(changedKey, value)
           }
-          batches.forEach((batch, index) => {
-            pending.add(batch as ReadonlyArray<Change>, index + 1)
-            applyTo(expected, batch as ReadonlyArray<Change>)
-          })
-          // LMDB commits the first batches (the base now holds them), then the pending layer forgets them.
-          const through = Math.min(committedBatches, batches.length)
-          for (const batch of batches.slice(0, through)) applyTo(base, batch as ReadonlyArray<Change>)
-          pending.evictThrough(through)
-          for (const k of new Set([...Object.keys(committed), ...batches.flat().map(([k]) => k)])) {
-            assert.deepStrictEqual(pending.get(k), expected.get(k), `key ${k}`)
-          }
-          const all = [...pending.getRange({ start: "", end: "f" })].map((entry) => [entry.key, entry.value])
-          assert.deepStrictEqual(
-            all,
-            [...expected.keys()].sort().map((k) => [k, expected.get(k)]),
-          )
-          // Everything committed is gone from the pending layer; what is left is only later changes.
-          const later = new Set(
-            batches
-              .slice(through)
-              .flat()
-              .map(([k]) => k),
-          )
-          assert.isAtMost(pending.size, later.size)
-        },
-      ),
+        }
+        batches.forEach((batch, index) => {
+          pending.add(batch as ReadonlyArray<Change>, index + 1)
+          applyTo(expected, batch as ReadonlyArray<Change>)
+        })
+        // LMDB commits the first batches (the base now holds them), then the pending layer forgets them.
+        const through = Math.min(committedBatches, batches.length)
+        for (const batch of batches.slice(0, through)) applyTo(base, batch as ReadonlyArray<Change>)
+        pending.evictThrough(through)
+        for (const k of new Set([...Object.keys(committed), ...batches.flat().map(([k]) => k)])) {
+          assert.deepStrictEqual(pending.get(k), expected.get(k), `key ${k}`)
+        }
+        const all = [...pending.getRange({ start: "", end: "f" })].map((entry) => [entry.key, entry.value])
+        assert.deepStrictEqual(
+          all,
+          [...expected.keys()].sort().map((k) => [k, expected.get(k)]),
+        )
+        // Everything committed is gone from the pending layer; what is left is only later changes.
+        const later = new Set(
+          batches
+            .slice(through)
+            .flat()
+            .map(([k]) => k),
+        )
+        assert.isAtMost(pending.size, later.size)
+      }),
       { numRuns: 500 },
     )
   })
