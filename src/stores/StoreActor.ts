@@ -11,9 +11,9 @@
  * transactions plus that small pending layer and never wait for the writer.
  *
  * Pipelining (`processBatches`). While one batch is being written, the actor decides the commands
- * that arrive meanwhile as the next batch, on top of the first one's overlay, and writes them as
- * soon as the disk is free: one write in flight, the CPU of one batch overlapping the disk time of
- * the other. When many callers arrive at once and serving them costs more CPU than a write takes,
+ * that arrive meanwhile as the next batch, on top of the first one's overlay, and queues its write
+ * behind; the WAL writer thread starts it as soon as the first is durable: one write at a time on
+ * the disk, the CPU of one batch overlapping the disk time of the other. When many callers arrive at once and serving them costs more CPU than a write takes,
  * the batch is split in two to start this overlap (`splitWorthIt`).
  *
  * Supervision. A defect anywhere in a batch (a bug in `decide`/`apply`, a failed write or

@@ -4,9 +4,11 @@
  * Owns the WAL directory of one store. Invariants:
  * - Sequence numbers are gap-free; segment `wal-<n>.log` starts at sequence n and every record
  *   in it follows its predecessor by exactly one.
- * - `appendBatch` writes the whole batch with one durable write (`WalFile.writeDurable`: one
- *   `O_DSYNC` pwrite on the real disk, equivalent to write + fdatasync); it resolves only after
- *   that write is durable. The caller acknowledges nothing before it resolves.
+ * - A batch is written with one durable write (`WalFile.queueDurable`: one `O_DSYNC` pwrite on
+ *   the real disk, equivalent to write + fdatasync, made by the WAL writer thread). `queueBatch`
+ *   queues it behind the writes still on their way and gives an effect that resolves only after
+ *   it is durable; the caller acknowledges nothing before. Batches reach the disk one at a time,
+ *   in queue order, and a new segment receives records only after every earlier write is durable.
  * - Segments rotate only between batches, so a batch never spans two files, and the last record
  *   of every batch carries `batchEndFlag`.
  * - After any failed write or sync the log is poisoned: it refuses every further call, because
@@ -97,12 +99,14 @@ export interface RecoveryReport {
   readonly discardedRecords: number
 }
 
-/** Counters since open. */
+/** Counters since open; batches count once queued. */
 export interface WalStats {
   readonly segments: number
   readonly bytes: number
   readonly appends: number
+  /** Durable writes issued (one per batch) and data syncs of new segments. */
   readonly fsyncs: number
+  /** The sequence the next queued batch starts at. */
   readonly nextSeq: number
   readonly salt: number
 }
@@ -167,7 +171,7 @@ const fsFailure = (reason: WalErrorReason) => (error: FsError) =>
     message: `${error.op} ${error.path}: ${error.message}`,
   })
 
-/** A failed `writeDurable`: the fdatasync half is reported as such, the rest as a failed write. */
+/** A failed durable write: the fdatasync half is reported as such, the rest as a failed write. */
 const durableWriteFailure = (error: FsError) =>
   fsFailure(error.op === "fdatasync" ? "FsyncFailed" : "WriteFailed")(error)
 
