@@ -9,23 +9,52 @@
  * contain U+0000 or U+0001 as arrays.)
  */
 
-/** The bytes of a key. */
-export const encodeKey = (key: string): Buffer => {
-  if (key.isWellFormed()) return Buffer.from(key, "utf8")
-  const bytes: Array<number> = []
+/**
+ * Writes the bytes of `key` into `target` at `start` and returns where they end; throws
+ * `RangeError` when they do not fit (nothing is cut short).
+ */
+export const encodeKeyInto = (key: string, target: Buffer, start: number): number => {
+  if (key.length >= 64 && key.isWellFormed()) {
+    // Long keys: the native encoder beats the loop below.
+    const end = start + target.write(key, start, target.length - start, "utf8")
+    // A key that filled the buffer may have been cut short.
+    if (end >= target.length - 3 && Buffer.byteLength(key) !== end - start) throw tooLong()
+    return end
+  }
+  let position = start
   for (let index = 0; index < key.length; index++) {
     const unit = key.charCodeAt(index)
     const next = key.charCodeAt(index + 1)
-    if (unit >= 0xd800 && unit <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
-      bytes.push(...Buffer.from(key.slice(index, index + 2), "utf8"))
+    if (unit < 0x80) target[position++] = unit
+    else if (unit < 0x800) {
+      target[position++] = 0xc0 | (unit >> 6)
+      target[position++] = 0x80 | (unit & 0x3f)
+    } else if (unit >= 0xd800 && unit <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
+      const point = 0x10000 + ((unit - 0xd800) << 10) + (next - 0xdc00)
+      target[position++] = 0xf0 | (point >> 18)
+      target[position++] = 0x80 | ((point >> 12) & 0x3f)
+      target[position++] = 0x80 | ((point >> 6) & 0x3f)
+      target[position++] = 0x80 | (point & 0x3f)
       index++
-    } else if (unit >= 0xd800 && unit <= 0xdfff) {
-      bytes.push(0xe0 | (unit >> 12), 0x80 | ((unit >> 6) & 0x3f), 0x80 | (unit & 0x3f))
     } else {
-      bytes.push(...Buffer.from(key[index]!, "utf8"))
+      // Includes a lone surrogate, written as its own 3-byte sequence.
+      target[position++] = 0xe0 | (unit >> 12)
+      target[position++] = 0x80 | ((unit >> 6) & 0x3f)
+      target[position++] = 0x80 | (unit & 0x3f)
     }
   }
-  return Buffer.from(bytes)
+  // Bytes past the end of a Buffer are dropped silently: check once, after the loop.
+  if (position > target.length) throw tooLong()
+  return position
+}
+
+const tooLong = () => new RangeError("the key does not fit in the key buffer")
+
+/** The bytes of a key. */
+export const encodeKey = (key: string): Buffer => {
+  // At most 3 bytes per UTF-16 unit (a surrogate pair: 4 bytes for 2 units).
+  const target = Buffer.allocUnsafe(key.length * 3)
+  return target.subarray(0, encodeKeyInto(key, target, 0))
 }
 
 const hasEncodedSurrogate = (bytes: Uint8Array): boolean => {
@@ -62,48 +91,10 @@ export const decodeKey = (bytes: Uint8Array): string => {
  */
 export const keyEncoder = {
   writeKey: (key: string | Uint8Array, target: Buffer, start: number): number => {
-    if (typeof key !== "string") {
-      // lmdb-js's own default range start (a byte string).
-      target.set(key, start)
-      return start + key.length
-    }
-    let position = start
-    if (key.length < 64) {
-      // Short keys (nearly all): a loop beats the native call. WTF-8, as `encodeKey`.
-      for (let index = 0; index < key.length; index++) {
-        const unit = key.charCodeAt(index)
-        const next = key.charCodeAt(index + 1)
-        if (unit < 0x80) target[position++] = unit
-        else if (unit < 0x800) {
-          target[position++] = 0xc0 | (unit >> 6)
-          target[position++] = 0x80 | (unit & 0x3f)
-        } else if (unit >= 0xd800 && unit <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
-          const point = 0x10000 + ((unit - 0xd800) << 10) + (next - 0xdc00)
-          target[position++] = 0xf0 | (point >> 18)
-          target[position++] = 0x80 | ((point >> 12) & 0x3f)
-          target[position++] = 0x80 | ((point >> 6) & 0x3f)
-          target[position++] = 0x80 | (point & 0x3f)
-          index++
-        } else {
-          // Includes a lone surrogate, written as its own 3-byte sequence.
-          target[position++] = 0xe0 | (unit >> 12)
-          target[position++] = 0x80 | ((unit >> 6) & 0x3f)
-          target[position++] = 0x80 | (unit & 0x3f)
-        }
-      }
-      if (position > target.length) throw new RangeError("key does not fit in lmdb-js's key buffer")
-      return position
-    }
-    if (!key.isWellFormed()) {
-      const bytes = encodeKey(key)
-      target.set(bytes, start)
-      return start + bytes.length
-    }
-    position += target.write(key, start, target.length - start, "utf8")
-    // A key that filled the buffer may have been cut short.
-    if (position >= target.length - 3 && Buffer.byteLength(key) !== position - start)
-      throw new RangeError("key does not fit in lmdb-js's key buffer")
-    return position
+    if (typeof key === "string") return encodeKeyInto(key, target, start)
+    // lmdb-js's own default range start (a byte string).
+    target.set(key, start)
+    return start + key.length
   },
   readKey: (source: Uint8Array, start: number, end: number): string => decodeKey(source.subarray(start, end)),
 }

@@ -13,8 +13,9 @@
  * Pipelining (`processBatches`). While one batch is being written, the actor decides the commands
  * that arrive meanwhile as the next batch, on top of the first one's overlay, and queues its write
  * behind; the WAL writer thread starts it as soon as the first is durable: one write at a time on
- * the disk, the CPU of one batch overlapping the disk time of the other. When many callers arrive at once and serving them costs more CPU than a write takes,
- * the batch is split in two to start this overlap (`splitWorthIt`).
+ * the disk, the CPU of one batch overlapping the disk time of the other. When many callers arrive
+ * at once and serving them costs more CPU than a write takes, the batch is split in two to start
+ * this overlap (`splitWorthIt`).
  *
  * Supervision. A defect anywhere in a batch (a bug in `decide`/`apply`, a failed write or
  * fdatasync, a failed LMDB commit) ends the running incarnation only. The supervisor closes WAL and
@@ -474,22 +475,20 @@ export const makeStore = <Command, Event, Reply, Failure>(
         const first = split ? taken.slice(0, taken.length >> 1) : taken
         let held: ReadonlyArray<Env> | undefined = split ? taken.slice(taken.length >> 1) : undefined
         inFlight = first
-        const decided = yield* Effect.exit(prepare(incarnation, incarnation.view, first))
-        if (Exit.isFailure(decided)) {
+        const started = yield* Effect.exit(
+          Effect.flatMap(prepare(incarnation, incarnation.view, first), (prepared) =>
+            Effect.map(queueWrite(incarnation, prepared), (writing) => ({ prepared, writing })),
+          ),
+        )
+        if (Exit.isFailure(started)) {
           // The second half was not decided yet: it is served by the next incarnation.
           if (held !== undefined) requeued = [...held, ...requeued]
-          return yield* decided
+          return yield* started
         }
-        let current = decided.value
+        let current = started.value.prepared
+        let writing = started.value.writing
         if (follow) sampleCpu(current.batch.length)
         lastRunSerial = !split
-        const queued = yield* Effect.exit(queueWrite(incarnation, current))
-        if (Exit.isFailure(queued)) {
-          // As above: the second half was taken but never decided.
-          if (held !== undefined) requeued = [...held, ...requeued]
-          return yield* queued
-        }
-        let writing = queued.value
         // When the write of `current` could start: its queueing, or the end of the write before it.
         let writeStartedAt = performance.now()
         while (true) {

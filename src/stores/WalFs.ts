@@ -10,7 +10,7 @@
  * - Data is durable only after `datasync` on that file returns; a directory entry (a created,
  *   renamed or removed file) is durable only after `syncDir` on its directory returns.
  * - `queueDurable` queues a write that is made durable as one call (`write` then `datasync`), and
- *   returns at once with a `Deferred` that settles when it did (`writeDurable` waits for it).
+ *   returns at once with a `Deferred` that settles when it did.
  *   Durable writes queued through one `WalFs` are made one at a time, in queue order, across all
  *   its files: each starts only after the one before it settled. Once one fails, every later one
  *   queued to the same file fails without writing a byte. So a caller may queue its next write
@@ -84,10 +84,6 @@ const reasonOf = (cause: unknown): FsErrorReason => {
 const attempt = <A>(op: string, path: string, run: () => Promise<A>): Effect.Effect<A, FsError> =>
   Effect.tryPromise({ try: run, catch: (cause) => fsError(op, path, cause) })
 
-/** Writes `bytes` at `offset` of `file` and waits until they are durable. */
-export const writeDurable = (file: WalFile, offset: number, bytes: Uint8Array): Effect.Effect<void, FsError> =>
-  Effect.flatMap(file.queueDurable(offset, bytes), Deferred.await)
-
 const fsError = (op: string, path: string, cause: unknown) =>
   new FsError({
     reason: reasonOf(cause),
@@ -104,7 +100,7 @@ const writeAll = async (handle: FileHandle, offset: number, bytes: Uint8Array): 
   }
 }
 
-/** Read and write, every write durable on return (see `writeDurable`). */
+/** Read and write, every write durable on return (see `queueDurable`). */
 const readWriteDurable = constants.O_RDWR | constants.O_DSYNC
 
 const nodeFile = (path: string, handle: FileHandle): WalFile => {
@@ -152,7 +148,10 @@ const nodeFile = (path: string, handle: FileHandle): WalFile => {
   }
 }
 
-/** The real disk, through `node:fs/promises` (libuv's thread pool, so fsync never blocks the event loop). */
+/**
+ * The real disk: durable writes on the WAL writer thread, everything else through `node:fs/promises`
+ * (libuv's thread pool); nothing blocks the event loop.
+ */
 export const layerNode: Layer.Layer<WalFs> = Layer.succeed(
   WalFs,
   WalFs.of({

@@ -23,6 +23,8 @@ describe("KeyCodec", () => {
         assert.deepStrictEqual(target.subarray(start, end), expected)
         assert.strictEqual(keyEncoder.readKey(target, start, end), key)
         assert.strictEqual(decodeKey(expected), key)
+        // An oracle of its own: a well-formed key is plain UTF-8.
+        if (key.isWellFormed()) assert.deepStrictEqual(expected, Buffer.from(key, "utf8"))
       }),
     )
   })
