@@ -3,7 +3,9 @@
  * runs one engine read, and encodes JSON. Unknown routes are 404; wrong methods 405.
  *
  *   GET /api/version            build information
- *   GET /api/stats              counts per project and the health of every store
+ *   GET /api/stats              counts per project and the health of every store (the health even
+ *                               when the graph store refuses: `projects` is then empty and
+ *                               `projectsError` says why)
  *   GET /api/graph?project=P    the graph as nodes and edges (at most `graphNodesMax` nodes)
  *   GET /api/search?q=Q&project=P[&stores=a,b&kinds=k&mode=hybrid&limit=N&since=ISO&until=ISO]
  *                               omni search (every store, ranked, with score breakdowns)
@@ -86,15 +88,19 @@ const stats = (telemetry: Telemetry["Service"] | undefined) =>
   Effect.gen(function* () {
     const router = yield* Router
     const search = yield* GraphSearch
-    const projects = yield* router.store(graphStore).read((view) =>
-      projectsOf(view).map((project) => {
-        const counters = countersOf(view, project)
-        return { project, entities: counters.entities, relations: counters.relations }
-      }),
-    )
+    // A graph store that refuses (corrupt, unavailable) must not hide the report that says so.
+    const counted = yield* router
+      .store(graphStore)
+      .read((view) => ({
+        projects: projectsOf(view).map((project) => {
+          const counters = countersOf(view, project)
+          return { project, entities: counters.entities, relations: counters.relations }
+        }),
+      }))
+      .pipe(Effect.catch((error) => Effect.succeed({ projects: [], projectsError: error.message })))
     return {
       version: buildInfo(),
-      projects,
+      ...counted,
       stores: router.health(),
       search: search.stats(),
       omniSearch: (yield* SearchIndexer).health(),

@@ -2,7 +2,7 @@
  * The diagnostic commands while a real daemon (`mnemos serve`, a child process) owns the data
  * directory: health and doctor ask it (`/api/stats`) instead of opening the stores, `mcp status`
  * sees it answer, and the commands that need the directory to themselves (repair, the archive)
- * say who has it.
+ * say who has it. A store that refuses (its log corrupt) shows in the daemon's report.
  */
 import { afterAll, assert, describe, it } from "vitest"
 import { doctorCommand, type Finding } from "../../src/cli/DoctorCommand.ts"
@@ -11,7 +11,7 @@ import { statusCommand } from "../../src/cli/McpInstallCommands.ts"
 import { repairCommand } from "../../src/cli/RepairCommand.ts"
 import { exportCommand } from "../../src/cli/TransferCommands.ts"
 import { cleanup, startDaemon } from "../transports/harness.ts"
-import { removeTempDirs, runCommand, tempDir } from "./support.ts"
+import { corruptGraphLog, removeTempDirs, runCommand, tempDir } from "./support.ts"
 
 afterAll(async () => {
   await cleanup()
@@ -64,6 +64,19 @@ describe("with a daemon running", () => {
     assert.isFalse(archive.ok)
     assert.include(archive.error?.message ?? "", `in use by mnemos process ${daemon.pid}`)
 
+    await daemon.stop()
+  }, 120_000)
+
+  it("health asked while the daemon's graph store refuses its corrupt log: the daemon reports it instead of failing to report", async () => {
+    const dir = tempDir("mnemos-data-")
+    await corruptGraphLog(dir)
+    const daemon = await startDaemon({ dataDir: dir })
+    const health = await runCommand(healthCommand, ["--data-dir", dir])
+    assert.isFalse(health.ok, "a store that is not serving makes health fail")
+    assert.include(health.stdout, `daemon pid ${daemon.pid}`)
+    assert.match(health.stdout, /graph\s+corrupt/)
+    assert.match(health.stdout, /conversations\s+running/)
+    assert.include(health.error?.message ?? "", 'store "graph" is corrupt')
     await daemon.stop()
   }, 120_000)
 })

@@ -6,7 +6,7 @@
  * through the engine (the checkpoint already holds everything: nothing is lost).
  */
 import { createHash } from "node:crypto"
-import { cpSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { afterAll, assert, describe, it } from "vitest"
@@ -14,37 +14,21 @@ import { healthCommand } from "../../src/cli/HealthCommand.ts"
 import { repairCommand } from "../../src/cli/RepairCommand.ts"
 import { openLocalWal } from "../../src/stores/Wal.ts"
 import { layerNode } from "../../src/stores/WalFs.ts"
-import { readRecordAt, segmentHeaderBytes } from "../../src/stores/WalRecord.ts"
 import { checkStoreLog, repairStoreLog } from "../../src/stores/WalRepair.ts"
-import { openTestEngine, removeTempDirs, runCommand, tempDir } from "./support.ts"
+import {
+  corruptGraphLog,
+  flipByte,
+  openTestEngine,
+  recordsOf,
+  removeTempDirs,
+  runCommand,
+  segmentsIn,
+  tempDir,
+} from "./support.ts"
 
 afterAll(removeTempDirs)
 
-/** The records of a segment file with their offsets. */
-const recordsOf = (file: string) => {
-  const bytes = readFileSync(file)
-  const records: Array<{ seq: number; offset: number; end: number }> = []
-  for (let offset = segmentHeaderBytes; offset < bytes.length; ) {
-    const read = readRecordAt(bytes, offset)
-    if (read._tag !== "Record") break
-    records.push({ seq: read.record.seq, offset, end: read.end })
-    offset = read.end
-  }
-  return records
-}
-
-const flipByte = (file: string, offset: number) => {
-  const bytes = readFileSync(file)
-  bytes[offset] = bytes[offset]! ^ 0x5a
-  writeFileSync(file, bytes)
-}
-
 const sha256 = (file: string) => createHash("sha256").update(readFileSync(file)).digest("hex")
-
-const segmentsIn = (walDir: string) =>
-  readdirSync(walDir)
-    .filter((name) => name.startsWith("wal-"))
-    .sort()
 
 describe("repairing a corrupt log", () => {
   it("without a checkpoint: keeps the records before the damage, reports the ones after as lost", async () => {
@@ -113,25 +97,7 @@ describe("repairing a corrupt log", () => {
 describe("mnemos repair on an engine's data directory", () => {
   it("a corrupt graph log: the store refuses; repair quarantines it; the store opens with everything", async () => {
     const dir = tempDir("mnemos-data-")
-    const engine = await openTestEngine(dir)
-    for (let index = 0; index < 8; index++)
-      await engine.ok("create_entities", {
-        entities: [{ name: `entity ${index}`, entityType: "t", observations: [`o${index}`] }],
-      })
-    // A clean shutdown checkpoints and releases the log; keep the log as it was while running, as a
-    // crash (kill -9) right now would have left it, and put it back after the shutdown.
-    const walDir = join(dir, "stores", "graph", "wal")
-    const whileRunning = tempDir("mnemos-wal-")
-    cpSync(walDir, whileRunning, { recursive: true })
-    await engine.close()
-    rmSync(walDir, { recursive: true })
-    cpSync(whileRunning, walDir, { recursive: true })
-
-    const segments = segmentsIn(walDir)
-    const file = join(walDir, segments[segments.length - 1]!)
-    const records = recordsOf(file)
-    assert.isAtLeast(records.length, 8)
-    flipByte(file, records[3]!.offset + 30)
+    const { walDir, segments } = await corruptGraphLog(dir)
 
     const sick = await runCommand(healthCommand, ["--data-dir", dir])
     assert.isFalse(sick.ok)

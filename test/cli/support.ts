@@ -2,9 +2,10 @@
  * Running `mnemos` commands in this process for tests: `Command.runWith` on one command with the
  * Node services, its console captured, and optional overrides (the install commands' machine, the
  * `--force` setting). An engine with an MCP client in this process (`openTestEngine`), to fill a
- * data directory through the real tools. Temporary directories, removed by `removeTempDirs`.
+ * data directory through the real tools; a data directory whose graph log is corrupt
+ * (`corruptGraphLog`). Temporary directories, removed by `removeTempDirs`.
  */
-import { chmodSync, mkdtempSync, rmSync } from "node:fs"
+import { chmodSync, cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { NodeServices } from "@effect/platform-node"
@@ -16,6 +17,7 @@ import { Command } from "effect/cli"
 import { InstallContext, type InstallMachine } from "../../src/cli/McpInstallCommands.ts"
 import * as Engine from "../../src/Engine.ts"
 import { AllowUnsafeDataDir } from "../../src/stores/DataDir.ts"
+import { readRecordAt, segmentHeaderBytes } from "../../src/stores/WalRecord.ts"
 import { catalogue } from "../../src/tools/Catalogue.ts"
 import { type SessionServices, startSession } from "../../src/tools/McpSession.ts"
 
@@ -127,4 +129,57 @@ export const openTestEngine = async (dir: string) => {
       await Effect.runPromise(Scope.close(scope, Exit.void))
     },
   }
+}
+
+/** The records of a segment file with their offsets. */
+export const recordsOf = (file: string) => {
+  const bytes = readFileSync(file)
+  const records: Array<{ seq: number; offset: number; end: number }> = []
+  for (let offset = segmentHeaderBytes; offset < bytes.length; ) {
+    const read = readRecordAt(bytes, offset)
+    if (read._tag !== "Record") break
+    records.push({ seq: read.record.seq, offset, end: read.end })
+    offset = read.end
+  }
+  return records
+}
+
+/** Inverts some bits of the byte at `offset`. */
+export const flipByte = (file: string, offset: number) => {
+  const bytes = readFileSync(file)
+  bytes[offset] = bytes[offset]! ^ 0x5a
+  writeFileSync(file, bytes)
+}
+
+/** The segment files of a WAL directory, oldest first. */
+export const segmentsIn = (walDir: string) =>
+  readdirSync(walDir)
+    .filter((name) => name.startsWith("wal-"))
+    .sort()
+
+/**
+ * Fills `dir` with 8 entities through the tools, stops, and leaves the graph store's log as a
+ * crash (kill -9) would have: with a byte flipped in its fourth record and valid records after it,
+ * so the graph store refuses to start (everything is also in its checkpoint).
+ */
+export const corruptGraphLog = async (dir: string) => {
+  const engine = await openTestEngine(dir)
+  for (let index = 0; index < 8; index++)
+    await engine.ok("create_entities", {
+      entities: [{ name: `entity ${index}`, entityType: "t", observations: [`o${index}`] }],
+    })
+  // A clean shutdown checkpoints and releases the log; keep the log as it was while running, as a
+  // crash (kill -9) right now would have left it, and put it back after the shutdown.
+  const walDir = join(dir, "stores", "graph", "wal")
+  const whileRunning = tempDir("mnemos-wal-")
+  cpSync(walDir, whileRunning, { recursive: true })
+  await engine.close()
+  rmSync(walDir, { recursive: true })
+  cpSync(whileRunning, walDir, { recursive: true })
+  const segments = segmentsIn(walDir)
+  const file = join(walDir, segments[segments.length - 1]!)
+  const records = recordsOf(file)
+  if (records.length < 8) throw new Error(`expected at least 8 records in ${file}, found ${records.length}`)
+  flipByte(file, records[3]!.offset + 30)
+  return { walDir, segments }
 }
