@@ -4,15 +4,14 @@
  * record, a corrupt store log, a port taken by another program — each reported with the command
  * that fixes it, and the command fails. Also `mnemos config` and its sources.
  */
-import { chmodSync, cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs"
 import { createServer, type Server } from "node:net"
 import { hostname } from "node:os"
 import { join } from "node:path"
 import { afterAll, assert, describe, it } from "vitest"
 import { configCommand, effectiveConfig } from "../../src/cli/ConfigCommand.ts"
 import { doctorCommand, type Finding } from "../../src/cli/DoctorCommand.ts"
-import { readRecordAt, segmentHeaderBytes } from "../../src/stores/WalRecord.ts"
-import { openTestEngine, removeTempDirs, runCommand, tempDir } from "./support.ts"
+import { corruptGraphLog, openTestEngine, removeTempDirs, runCommand, tempDir } from "./support.ts"
 
 afterAll(removeTempDirs)
 
@@ -78,31 +77,7 @@ describe("mnemos doctor", () => {
   it("a broken data directory: every problem with its fix, exit 1", async () => {
     const dir = await healthyDir()
     // A corrupt graph log (the log as a crash would have left it, one byte flipped mid-log).
-    const engine = await openTestEngine(dir)
-    for (let index = 0; index < 5; index++)
-      await engine.ok("create_entities", { entities: [{ name: `e${index}`, entityType: "t", observations: [] }] })
-    const walDir = join(dir, "stores", "graph", "wal")
-    const copy = tempDir("mnemos-wal-")
-    cpSync(walDir, copy, { recursive: true })
-    await engine.close()
-    rmSync(walDir, { recursive: true })
-    cpSync(copy, walDir, { recursive: true })
-    const segment = join(
-      walDir,
-      readdirSync(walDir)
-        .filter((name) => name.startsWith("wal-"))
-        .sort()
-        .pop()!,
-    )
-    const bytes = readFileSync(segment)
-    let offset = segmentHeaderBytes
-    for (let index = 0; index < 2; index++) {
-      const read = readRecordAt(bytes, offset)
-      if (read._tag !== "Record") throw new Error("unexpected log")
-      offset = read.end
-    }
-    bytes[offset + 30] = bytes[offset + 30]! ^ 0x5a
-    writeFileSync(segment, bytes)
+    await corruptGraphLog(dir)
     // The rest of the damage.
     writeFileSync(join(dir, "token"), "secret-token", { mode: 0o644 })
     chmodSync(join(dir, "token"), 0o644)
