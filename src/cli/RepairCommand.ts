@@ -31,7 +31,7 @@ const describeReport = (report: RepairReport): ReadonlyArray<string> => {
     `    kept: everything up to sequence ${report.kept.checkpointSeq} (checkpoint)${keptLog}`,
     report.lost.records === 0
       ? "    lost: nothing"
-      : `    lost: ${report.lost.records} record(s) after the damage, sequences ${report.lost.firstSeq}..${report.lost.lastSeq}`,
+      : `    lost: ${report.lost.records} readable record(s) from the damaged batch on, sequences ${report.lost.firstSeq}..${report.lost.lastSeq}`,
     `    quarantined: ${report.quarantinedFiles.join(", ")} in ${report.quarantine} (REPORT.json beside them)`,
   ]
 }

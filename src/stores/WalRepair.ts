@@ -13,7 +13,8 @@
  * the checkpoint's applied sequence, those segments (wholly applied already) are quarantined too,
  * so the log starts again right after the checkpoint. Then the log is checked again and must open.
  * The report says which sequences the store keeps (checkpoint and log) and which valid records
- * after the damage it loses (they stay in the quarantine, with a REPORT.json).
+ * past the kept batches it loses — the damaged batch's readable records included, as a batch is
+ * kept or cut whole (they stay in the quarantine, with a REPORT.json).
  */
 import * as fs from "node:fs"
 import { join } from "node:path"
@@ -149,7 +150,10 @@ export interface RepairReport {
   readonly quarantinedFiles: ReadonlyArray<string>
   /** Sequences the store keeps: all up to the checkpoint, and the log's records. */
   readonly kept: { readonly checkpointSeq: number; readonly logFirstSeq?: number; readonly logLastSeq?: number }
-  /** Valid records found after the damage that the store no longer has (they are in the quarantine). */
+  /**
+   * Valid records past the kept batches that the store no longer has (they are in the quarantine):
+   * the damaged batch's readable ones and every one after the damage.
+   */
   readonly lost: { readonly records: number; readonly firstSeq?: number; readonly lastSeq?: number }
   /** The log's state after the repair (must be "ok"). */
   readonly after: StoreLogCheck
@@ -270,11 +274,12 @@ const quarantineFrom = (
   const prefix = committedPrefix(damagedBytes, damage.offset)
   const salt = prefix.salt ?? decodeSegmentHeader(fs.readFileSync(join(walDir, names[0]!)))?.salt
 
-  // What the damaged segment and the later ones still hold past the damage: lost, but counted.
+  // What the damaged segment and the later ones still hold past the kept prefix: lost, but counted.
+  // That includes the readable records of the damaged batch before the damage: batches are kept whole.
   const afterDamage: Array<number> = []
   if (salt !== undefined) {
     afterDamage.push(
-      ...validRecordsFrom(damagedBytes, Math.max(damage.offset + 1, segmentHeaderBytes), salt).map(
+      ...validRecordsFrom(damagedBytes, Math.max(prefix.end, segmentHeaderBytes), salt).map(
         (record) => record.seq,
       ),
     )

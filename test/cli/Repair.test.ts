@@ -80,6 +80,31 @@ describe("repairing a corrupt log", () => {
     assert.deepStrictEqual(next.appended, { firstSeq: 5, lastSeq: 5, payloadBytes: 2 })
   })
 
+  it("damage inside a batch: the batch's readable records before the damage are reported lost too", async () => {
+    const storeDir = join(tempDir("mnemos-store-"), "notes")
+    const walDir = join(storeDir, "wal")
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        const { wal } = yield* openLocalWal({ dir: walDir, segmentBytesMax: 1024 * 1024, replayAfterSeq: 0 })
+        // Three batches of four records: sequences 1..4, 5..8, 9..12.
+        for (let batch = 0; batch < 3; batch++)
+          yield* wal.appendBatch(
+            Array.from({ length: 4 }, (_, record) => ({ type: 1, payload: JSON.stringify({ batch, record }) })),
+          )
+        yield* wal.close()
+      }).pipe(Effect.provide(layerNode)),
+    )
+    const [segment] = segmentsIn(walDir)
+    const file = join(walDir, segment!)
+    flipByte(file, recordsOf(file)[6]!.offset + 30) // sequence 7, the third record of the second batch
+    const report = await Effect.runPromise(
+      repairStoreLog("notes", storeDir, join(storeDir, "..", "quarantine"), new Date("2026-01-01T00:00:00Z")),
+    )
+    assert.deepStrictEqual(report.kept, { checkpointSeq: 0, logFirstSeq: 1, logLastSeq: 4 })
+    // 5 and 6 were readable but go with their batch; 7 is the damaged one; 8..12 follow it.
+    assert.deepStrictEqual(report.lost, { records: 7, firstSeq: 5, lastSeq: 12 })
+  })
+
   it("a healthy log is left alone", async () => {
     const storeDir = join(tempDir("mnemos-store-"), "graph")
     await Effect.runPromise(
