@@ -279,9 +279,7 @@ const quarantineFrom = (
   const afterDamage: Array<number> = []
   if (salt !== undefined) {
     afterDamage.push(
-      ...validRecordsFrom(damagedBytes, Math.max(prefix.end, segmentHeaderBytes), salt).map(
-        (record) => record.seq,
-      ),
+      ...validRecordsFrom(damagedBytes, Math.max(prefix.end, segmentHeaderBytes), salt).map((record) => record.seq),
     )
     for (const name of names.slice(damagedIndex + 1)) {
       const bytes = fs.readFileSync(join(walDir, name))

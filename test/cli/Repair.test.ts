@@ -30,18 +30,29 @@ afterAll(removeTempDirs)
 
 const sha256 = (file: string) => createHash("sha256").update(readFileSync(file)).digest("hex")
 
+/** A store directory `notes` whose log holds `batches` batches of `perBatch` records, no checkpoint. */
+const storeWithLog = async (batches: number, perBatch: number) => {
+  const storeDir = join(tempDir("mnemos-store-"), "notes")
+  const walDir = join(storeDir, "wal")
+  await Effect.runPromise(
+    Effect.gen(function* () {
+      const { wal } = yield* openLocalWal({ dir: walDir, segmentBytesMax: 1024 * 1024, replayAfterSeq: 0 })
+      for (let batch = 0; batch < batches; batch++)
+        yield* wal.appendBatch(
+          Array.from({ length: perBatch }, (_, record) => ({
+            type: 1,
+            payload: JSON.stringify({ batch, record, text: "x".repeat(100) }),
+          })),
+        )
+      yield* wal.close()
+    }).pipe(Effect.provide(layerNode)),
+  )
+  return { storeDir, walDir }
+}
+
 describe("repairing a corrupt log", () => {
   it("without a checkpoint: keeps the records before the damage, reports the ones after as lost", async () => {
-    const storeDir = join(tempDir("mnemos-store-"), "notes")
-    const walDir = join(storeDir, "wal")
-    await Effect.runPromise(
-      Effect.gen(function* () {
-        const { wal } = yield* openLocalWal({ dir: walDir, segmentBytesMax: 1024 * 1024, replayAfterSeq: 0 })
-        for (let batch = 0; batch < 10; batch++)
-          yield* wal.appendBatch([{ type: 1, payload: Buffer.from(JSON.stringify({ batch, text: "x".repeat(100) })) }])
-        yield* wal.close()
-      }).pipe(Effect.provide(layerNode)),
-    )
+    const { storeDir, walDir } = await storeWithLog(10, 1)
     const [segment] = segmentsIn(walDir)
     const file = join(walDir, segment!)
     const victim = recordsOf(file)[4]! // sequence 5
@@ -81,19 +92,8 @@ describe("repairing a corrupt log", () => {
   })
 
   it("damage inside a batch: the batch's readable records before the damage are reported lost too", async () => {
-    const storeDir = join(tempDir("mnemos-store-"), "notes")
-    const walDir = join(storeDir, "wal")
-    await Effect.runPromise(
-      Effect.gen(function* () {
-        const { wal } = yield* openLocalWal({ dir: walDir, segmentBytesMax: 1024 * 1024, replayAfterSeq: 0 })
-        // Three batches of four records: sequences 1..4, 5..8, 9..12.
-        for (let batch = 0; batch < 3; batch++)
-          yield* wal.appendBatch(
-            Array.from({ length: 4 }, (_, record) => ({ type: 1, payload: JSON.stringify({ batch, record }) })),
-          )
-        yield* wal.close()
-      }).pipe(Effect.provide(layerNode)),
-    )
+    // Three batches of four records: sequences 1..4, 5..8, 9..12.
+    const { storeDir, walDir } = await storeWithLog(3, 4)
     const [segment] = segmentsIn(walDir)
     const file = join(walDir, segment!)
     flipByte(file, recordsOf(file)[6]!.offset + 30) // sequence 7, the third record of the second batch
