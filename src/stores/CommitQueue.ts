@@ -31,6 +31,13 @@ export class CommitQueue {
   private queued: Array<Change> = []
   private queuedBytes = 0
   private queuedSeq = 0
+  /**
+   * Batches handed to the pending layer so far. It evicts by this count, not by WAL sequence: two
+   * batches can end at the same sequence (a checkpoint's deletion of expired idempotency records
+   * carries the last batch's), and evicting the later with the earlier's commit would hide it from
+   * readers before LMDB holds it.
+   */
+  private enqueued = 0
   private inFlight: Promise<void> | undefined
   private timer: ReturnType<typeof setTimeout> | undefined
   private idleWaiters: Array<() => void> = []
@@ -46,7 +53,7 @@ export class CommitQueue {
 
   /** Makes a batch (`bytes` of WAL payload) visible to readers and schedules its LMDB commit. */
   enqueue(changes: ReadonlyArray<Change>, seq: number, bytes: number): void {
-    this.view.add(changes, seq)
+    this.view.add(changes, ++this.enqueued)
     for (const change of changes) this.queued.push(change)
     this.queuedBytes += bytes
     this.queuedSeq = seq
@@ -92,12 +99,13 @@ export class CommitQueue {
     }
     const changes = this.queued
     const seq = this.queuedSeq
+    const through = this.enqueued
     this.queued = []
     this.queuedBytes = 0
     this.inFlight = this.checkpoint.commit(changes, seq, this.salt).then(
       () => {
         this.inFlight = undefined
-        this.view.evictThrough(seq)
+        this.view.evictThrough(through)
         if (this.idleWaiters.length > 0 || this.isFull()) this.commitNow()
         else this.schedule()
         if (this.isIdle()) this.wakeIdle()

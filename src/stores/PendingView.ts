@@ -5,8 +5,9 @@
  * The store actor acknowledges a batch as soon as its WAL write is durable; the LMDB commit of
  * the same changes is coalesced (CommitQueue.ts: up to a second later) and runs on lmdb-js's write
  * thread. Until it does, the batch's changes live here, so a read after an acknowledgement always
- * sees the write (read-your-writes) and the writer never waits for LMDB. When LMDB confirms the commit of the
- * batch ending at sequence S, every key whose latest pending change is at or below S is evicted.
+ * sees the write (read-your-writes) and the writer never waits for LMDB. Batches are numbered in the
+ * order they are added; when LMDB confirms the commit of everything through batch N, every key
+ * whose latest pending change is in batch N or before is evicted.
  * JavaScript runs a synchronous query to its end without interleaving, and lmdb-js renews its read
  * transaction only between turns, so a query sees one consistent snapshot of both layers.
  */
@@ -17,22 +18,22 @@ import { mergedRange, removed } from "./MergedRange.ts"
 export class PendingView implements StoreView {
   /** The latest pending change of each key: the very tuple its batch handed to `add`. */
   private readonly pending = new Map<string, Change>()
-  private readonly batches: Array<{ readonly seq: number; readonly changes: ReadonlyArray<Change> }> = []
+  private readonly batches: Array<{ readonly batch: number; readonly changes: ReadonlyArray<Change> }> = []
 
   constructor(private readonly base: StoreView) {}
 
-  /** Records a batch's changes, durable in the WAL up to `seq`. */
-  add(changes: ReadonlyArray<Change>, seq: number): void {
+  /** Records the changes of `batch`, a number greater than every batch's added before. */
+  add(changes: ReadonlyArray<Change>, batch: number): void {
     for (const change of changes) this.pending.set(change[0], change)
-    this.batches.push({ seq, changes })
+    this.batches.push({ batch, changes })
   }
 
   /**
-   * Forgets changes LMDB has now committed (every batch at or below `seq`). A key stays while a
-   * later batch's change of it is still pending: the map then holds that later tuple, not this one.
+   * Forgets changes LMDB has now committed (every batch numbered `batch` or less). A key stays while
+   * a later batch's change of it is still pending: the map then holds that later tuple, not this one.
    */
-  evictThrough(seq: number): void {
-    while (this.batches.length > 0 && this.batches[0]!.seq <= seq) {
+  evictThrough(batch: number): void {
+    while (this.batches.length > 0 && this.batches[0]!.batch <= batch) {
       for (const change of this.batches.shift()!.changes) {
         if (this.pending.get(change[0]) === change) this.pending.delete(change[0])
       }

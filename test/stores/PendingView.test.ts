@@ -3,9 +3,21 @@
  * the committed range with the pending changes merged in (puts replace, removals hide), in order,
  * forward or reverse, limited — and it streams the committed side instead of loading it whole.
  */
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect } from "effect"
 import fc from "fast-check"
 import { assert, describe, it } from "vitest"
-import type { Change, Entry, KeyRange, StoreView } from "../../src/stores/Checkpoint.ts"
+import {
+  type Change,
+  type Checkpoint,
+  type Entry,
+  type KeyRange,
+  openCheckpoint,
+  type StoreView,
+} from "../../src/stores/Checkpoint.ts"
+import { CommitQueue } from "../../src/stores/CommitQueue.ts"
 import { PendingView } from "../../src/stores/PendingView.ts"
 
 /** A committed state in memory, ranged like LMDB (start inclusive, end exclusive); counts pulls. */
@@ -144,5 +156,42 @@ describe("PendingView ranges", () => {
       last.map((entry) => entry.key),
       ["m09999x", "m09999"],
     )
+  })
+
+  it("a batch enqueued at the WAL sequence of the commit in flight stays readable until its own commit", async () => {
+    // A checkpoint deletes expired idempotency records under the last batch's sequence, possibly
+    // while that batch's LMDB commit is on its way: that commit must not evict the deletion.
+    const dir = mkdtempSync(join(tmpdir(), "mnemos-pending-"))
+    const checkpoint = await Effect.runPromise(openCheckpoint(dir))
+    try {
+      await checkpoint.commit([["old", { reply: 1 }]], 1, 7)
+      const commits: Array<Promise<void>> = []
+      const watched: Checkpoint = {
+        ...checkpoint,
+        commit: (changes, appliedSeq, salt) => {
+          const commit = checkpoint.commit(changes, appliedSeq, salt)
+          commits.push(commit)
+          return commit
+        },
+      }
+      const view = new PendingView(checkpoint.view)
+      const queue = new CommitQueue(watched, view, 7, { intervalMs: 60_000, changesMax: 1, bytesMax: 1 << 30 })
+      queue.enqueue([["kv:a", "a"]], 2, 10) // its commit starts at once
+      queue.enqueue([["old", undefined]], 2, 0) // waits behind that commit
+      assert.strictEqual(commits.length, 1)
+      assert.isUndefined(view.get("old"))
+      await commits[0]
+      // The first commit is done and its changes evicted; the deletion's own commit has only begun.
+      assert.strictEqual(commits.length, 2)
+      assert.isDefined(checkpoint.view.get("old"), "the deletion is not in LMDB yet")
+      assert.isUndefined(view.get("old"))
+      assert.strictEqual(view.get("kv:a"), "a")
+      await queue.drain()
+      assert.isUndefined(checkpoint.view.get("old"))
+      assert.strictEqual(view.size, 0)
+    } finally {
+      await checkpoint.close()
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })
