@@ -21,16 +21,19 @@
  * fdatasync, a failed LMDB commit) ends the running incarnation only. The supervisor closes WAL and
  * LMDB, waits (exponential backoff), and reopens from disk with `discardAfterSeq` = the last
  * acknowledged sequence, so a failed batch that reached the disk is cut away and the error its
- * callers get ("not applied") is true. The failed batch's callers are answered after that reopen;
- * commands still in the mailbox stay there and are served by the new incarnation. Each restart is
- * counted. A store whose log is corrupt does not restart: it refuses every call with a `Corrupt`
- * error naming file and offset, and the other stores keep serving. After `failFastAfterRestarts`
- * consecutive failed reopens (say a disk that stays full), waiting callers are failed with
- * `Unavailable` instead of waiting, while reopening goes on with capped backoff.
+ * callers get ("not applied") is true. The failed batch's callers are answered after that reopen
+ * (or, when reopening fails, after the log alone is cut: `discardUnacknowledged`); where no cut can
+ * be made, they are told that the next open decides. Commands still in the mailbox stay there and
+ * are served by the new incarnation. Each restart is counted. A store whose log is corrupt does not
+ * restart: it refuses every call with a `Corrupt` error naming file and offset, and the other
+ * stores keep serving. After `failFastAfterRestarts` consecutive failed reopens (say a disk that
+ * stays full), waiting callers are failed with `Unavailable` instead of waiting, while reopening
+ * goes on with capped backoff.
  *
  * Shutdown (closing the scope): new calls are refused with `ShuttingDown`, the batch in flight
  * finishes, every command already in the mailbox is processed and answered, LMDB is flushed and
- * both files are closed.
+ * both files are closed. A batch whose write failed (then, or before, waiting for its restart) is
+ * answered after the log is cut, as above.
  */
 import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, Latch, Queue, Result, Schema, type Scope } from "effect"
 import { type CommittedEvent, EventBus } from "../actors/EventBus.ts"
@@ -223,6 +226,10 @@ export const makeStore = <Command, Event, Reply, Failure>(
     let ackedSeq: number | undefined
     let recordsSinceCheckpoint = 0
     let inFlight: ReadonlyArray<Env> = []
+    /** Why the batch in `inFlight` failed, once it has. */
+    let inFlightCause: string | undefined
+    /** The store generation of the last WAL opened (a cut must not touch another generation's log). */
+    let walSalt: number | undefined
     // Taken from the mailbox but never written (decided on top of a batch whose write then failed):
     // served before the mailbox by the next incarnation.
     let requeued: ReadonlyArray<Env> = []
@@ -281,6 +288,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
           ...(ackedSeq !== undefined ? { discardAfterSeq: ackedSeq } : {}),
         }).pipe(Effect.provideService(WalFs, fs))
         const salt = opened.wal.stats().salt
+        walSalt = salt
         const replayed = yield* Effect.try({
           try: () => replayInto(checkpoint, salt, opened.replay),
           catch: (cause) => cause,
@@ -304,6 +312,37 @@ export const makeStore = <Command, Event, Reply, Failure>(
         yield* incarnation.wal.close()
         yield* Effect.promise(() => incarnation.checkpoint.close().catch(() => undefined))
       })
+
+    /**
+     * Cuts every WAL record above the last acknowledged one, as a reopen does, without reopening the
+     * store: for a failed batch whose callers are answered while the store stays closed (shutdown, a
+     * reopen that keeps failing). Those callers may be told their write was not applied only once
+     * it can no longer be replayed: a failed write can still have reached the disk whole. Succeeds
+     * with whether the cut was made.
+     */
+    const discardUnacknowledged: Effect.Effect<boolean> = Effect.suspend(() => {
+      // Never opened: nothing was written.
+      if (ackedSeq === undefined) return Effect.succeed(true)
+      return openLocalWal({
+        dir: `${options.dir}/wal`,
+        segmentBytesMax: options.walSegmentBytesMax,
+        preallocateBytes: options.walPreallocateBytes,
+        replayAfterSeq: ackedSeq,
+        discardAfterSeq: ackedSeq,
+        ...(walSalt !== undefined ? { salt: walSalt } : {}),
+      }).pipe(
+        Effect.flatMap((opened) => opened.wal.close()),
+        Effect.provideService(WalFs, fs),
+        Effect.as(true),
+        Effect.catchCause(() => Effect.succeed(false)),
+      )
+    })
+
+    const rolledBackError = (cause: string | undefined) =>
+      storeError(
+        "WriteFailed",
+        `the write failed and was rolled back; it was not applied (${cause ?? "unknown cause"})`,
+      )
 
     const checkpointNow = (incarnation: Incarnation, now: number) =>
       Effect.gen(function* () {
@@ -601,11 +640,10 @@ export const makeStore = <Command, Event, Reply, Failure>(
       let consecutiveFailures = 0
       while (true) {
         const opened = yield* Effect.exit(open)
-        if (inFlight.length > 0) {
-          const message = Exit.isSuccess(opened)
-            ? "the write failed and was rolled back; it was not applied"
-            : "the write failed; the store could not restart yet, so it stays unacknowledged"
-          yield* failAll(inFlight, storeError("WriteFailed", `${message} (${lastError ?? "unknown cause"})`))
+        // The failed batch is answered once it is rolled back: by the reopen, or, when reopening
+        // fails, by cutting the log alone. Until then its callers wait, as the mailbox does.
+        if (inFlight.length > 0 && (Exit.isSuccess(opened) || (yield* discardUnacknowledged))) {
+          yield* failAll(inFlight, rolledBackError(inFlightCause))
           inFlight = []
         }
         if (Exit.isFailure(opened)) {
@@ -615,8 +653,11 @@ export const makeStore = <Command, Event, Reply, Failure>(
             state = "corrupt"
             refusal = storeError("Corrupt", error.message)
             yield* ready.open
-            // Refuse, never strand: calls that raced past the refusal check still get an answer.
+            // Refuse, never strand: calls that raced past the refusal check still get an answer. The
+            // failed batch's fate is the damaged log's (see `mnemos repair`).
             const refused = refusal
+            yield* failAll(inFlight, refused)
+            inFlight = []
             yield* failAll(takeAllRequeued(), refused)
             return yield* Effect.forever(
               Queue.takeBetween(mailbox, 1, options.batchCommandsMax).pipe(
@@ -629,6 +670,14 @@ export const makeStore = <Command, Event, Reply, Failure>(
           if (consecutiveFailures >= options.failFastAfterRestarts) {
             state = "unavailable"
             refusal = storeError("Unavailable", `cannot reopen after ${consecutiveFailures} attempts: ${lastError}`)
+            yield* failAll(
+              inFlight,
+              storeError(
+                "WriteFailed",
+                `the write failed and the store cannot reopen to roll it back: whether it is applied is decided when the store next opens (${inFlightCause ?? "unknown cause"}; reopening: ${lastError})`,
+              ),
+            )
+            inFlight = []
             yield* failAll(yield* clearWaiting, refusal)
           } else {
             state = "restarting"
@@ -646,6 +695,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
         state = "restarting"
         restarts++
         lastError = describeCause(cause)
+        inFlightCause = lastError
         current = undefined
         yield* close(opened.value)
         yield* Effect.logWarning(`store "${definition.name}" restarting after: ${lastError}`)
@@ -667,17 +717,11 @@ export const makeStore = <Command, Event, Reply, Failure>(
         state = "stopped"
         refusal = storeError("ShuttingDown", "the store is shutting down")
         yield* Fiber.interrupt(supervisor)
-        // A failed batch waiting for its restart is answered now: it was never acknowledged.
-        if (inFlight.length > 0) {
-          yield* failAll(
-            inFlight,
-            storeError(
-              "WriteFailed",
-              `the write failed and the store is shutting down; it was not acknowledged (${lastError ?? "unknown cause"})`,
-            ),
-          )
-          inFlight = []
-        }
+        // Batches whose write failed (one waiting for its restart, or one failing below), answered
+        // once the log is closed and they are rolled back.
+        const failed: Array<Env> = [...inFlight]
+        let failedCause = inFlightCause
+        inFlight = []
         yield* Queue.end(mailbox)
         const incarnation = current
         let healthy = incarnation !== undefined && wasRunning
@@ -692,10 +736,9 @@ export const makeStore = <Command, Event, Reply, Failure>(
             const exit = yield* Effect.exit(processBatches(incarnation, batch, false))
             if (Exit.isFailure(exit)) {
               healthy = false
-              yield* failAll(
-                batch,
-                storeError("WriteFailed", `the write failed during shutdown: ${describeCause(exit.cause)}`),
-              )
+              failed.push(...batch)
+              failedCause = describeCause(exit.cause)
+              inFlight = []
             }
           }
         }
@@ -704,6 +747,17 @@ export const makeStore = <Command, Event, Reply, Failure>(
         }
         if (incarnation !== undefined) yield* close(incarnation)
         current = undefined
+        if (failed.length > 0) {
+          yield* failAll(
+            failed,
+            (yield* discardUnacknowledged)
+              ? rolledBackError(failedCause)
+              : storeError(
+                  "WriteFailed",
+                  `the write failed and the store is shutting down without rolling it back: whether it is applied is decided when the store next opens (${failedCause ?? "unknown cause"})`,
+                ),
+          )
+        }
         yield* ready.open
       }),
     )
