@@ -352,13 +352,19 @@ export const openLocalWal = Effect.fnUntraced(function* (options: LocalWalOption
   const discardAfterSeq = options.discardAfterSeq ?? Number.POSITIVE_INFINITY
   let discardedRecords = 0
   const keep: Array<{ readonly scan: SegmentScan; readonly end: number; readonly records: number }> = []
+  const dropped: Array<SegmentScan> = []
   for (const scan of scans) {
-    if (scan.damage?.offset === 0 || (scan.firstSeq > discardAfterSeq && keep.length > 0)) {
-      discardedRecords += scan.records.length
-      yield* fs.remove(path.join(dir, scan.name)).pipe(Effect.mapError(fsFailure("WriteFailed")))
-      yield* fs.syncDir(dir).pipe(Effect.mapError(fsFailure("FsyncFailed")))
-      continue
-    }
+    if (scan.damage?.offset === 0 || (scan.firstSeq > discardAfterSeq && keep.length > 0)) dropped.push(scan)
+    else keep.push({ scan, end: 0, records: 0 })
+  }
+  // Whole segments go first, the last one first, and only then is a kept one cut short: a crash in
+  // between leaves records that the next open cuts again, never a gap in the sequence.
+  for (const scan of dropped.reverse()) {
+    discardedRecords += scan.records.length
+    yield* fs.remove(path.join(dir, scan.name)).pipe(Effect.mapError(fsFailure("WriteFailed")))
+    yield* fs.syncDir(dir).pipe(Effect.mapError(fsFailure("FsyncFailed")))
+  }
+  for (const [index, { scan }] of keep.entries()) {
     const kept = scan.records.filter((record) => record.seq <= discardAfterSeq).length
     discardedRecords += scan.records.length - kept
     const end = kept === 0 ? segmentHeaderBytes : scan.records[kept - 1]!.end
@@ -371,7 +377,7 @@ export const openLocalWal = Effect.fnUntraced(function* (options: LocalWalOption
       yield* file.datasync().pipe(Effect.mapError(fsFailure("FsyncFailed")))
       yield* file.close()
     }
-    keep.push({ scan, end, records: kept })
+    keep[index] = { scan, end, records: kept }
   }
 
   const first = keep[0]

@@ -19,9 +19,9 @@ import {
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { type Appended, type LocalWalOptions, openLocalWal, type WalError } from "../../src/stores/Wal.ts"
-import { layerNode } from "../../src/stores/WalFs.ts"
+import { FsError, layerNode, WalFs } from "../../src/stores/WalFs.ts"
 import {
   batchEndFlag,
   decodeSegmentHeader,
@@ -839,6 +839,68 @@ describe("Wal on the real file system", () => {
         range(1, keepThrough.seq + 1),
       )
       assert.strictEqual(text(replay[replay.length - 1]!.payload), "fresh")
+    }),
+  )
+
+  it.effect("discardAfterSeq interrupted at any step leaves a log that opens: records cut again, never a gap", () =>
+    Effect.gen(function* () {
+      const batches = makeBatches([2, 1, 2, 1, 2, 1, 2, 1, 2, 1], 40)
+      for (let failAt = 0; ; failAt++) {
+        const dir = yield* tempDir
+        const ranges = yield* writeBatches(dir, batches, { segmentBytesMax: 200 })
+        const total = ranges[ranges.length - 1]!.lastSeq
+        assert.isAtLeast(segmentFiles(dir).length, 4)
+        // Unacknowledged records spanning the tail of one segment and every later one.
+        const keepThrough = ranges[3]!.lastSeq
+        // The `failAt`-th change the cut makes to the disk fails, as a crash there would end it.
+        let changes = 0
+        const failing = Layer.effect(
+          WalFs,
+          Effect.map(Effect.provide(Effect.service(WalFs), layerNode), (base) => {
+            const step = <A>(effect: Effect.Effect<A, FsError>) =>
+              Effect.suspend(() =>
+                changes++ === failAt
+                  ? Effect.fail(new FsError({ op: "crash", path: dir, reason: "Io", message: "crashed here" }))
+                  : effect,
+              )
+            return WalFs.of({
+              ...base,
+              remove: (path) => step(base.remove(path)),
+              syncDir: (path) => step(base.syncDir(path)),
+              open: (path, options) =>
+                Effect.map(base.open(path, options), (file) => ({
+                  ...file,
+                  truncate: (length: number) => step(file.truncate(length)),
+                  datasync: () => step(file.datasync()),
+                })),
+            })
+          }),
+        )
+        const cut = yield* Effect.exit(
+          openLocalWal({ dir, ...unpreallocated, segmentBytesMax: 200, discardAfterSeq: keepThrough }).pipe(
+            Effect.flatMap((opened) => opened.wal.close()),
+            Effect.provide(failing),
+          ),
+        )
+        // Opened as the next process would, knowing nothing of the cut: a prefix of the log, whole batches.
+        const { replay, report } = yield* openWal(dir, { segmentBytesMax: 200 })
+        const seqs = replay.map((record) => record.seq)
+        const last = seqs.length
+        assert.deepStrictEqual(seqs, range(1, last), `interrupted at change ${failAt}`)
+        assert.isAtLeast(last, keepThrough, `interrupted at change ${failAt}`)
+        assert.include(
+          ranges.map((batch) => batch.lastSeq),
+          last,
+          `interrupted at change ${failAt}: not a whole batch`,
+        )
+        assert.isUndefined(report.tornTail)
+        if (cut._tag === "Success") {
+          assert.strictEqual(last, keepThrough)
+          assert.isAbove(failAt, 0)
+          assert.isBelow(keepThrough, total)
+          return
+        }
+      }
     }),
   )
 
