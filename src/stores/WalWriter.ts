@@ -15,7 +15,8 @@
  * - Once a write to a file fails, every later write queued to that file fails without touching it
  *   (its bytes may follow a gap), until the file is `forget`-ten when it is closed.
  * - Should the thread itself stop (it never should), every write it had not answered fails, its
- *   files are refused from then on, and the next write starts a new thread.
+ *   files are refused from then on, and the next write starts a new thread, which refuses every
+ *   file that had a failed write as well.
  *
  * The thread is started on the first write. It keeps the process alive only while writes are
  * waiting for it, as a pending libuv request would.
@@ -73,7 +74,7 @@ class WriterThread {
   private nextId = 0
   stopped = false
 
-  constructor(private readonly onStop: (files: Iterable<number>) => void) {
+  constructor(private readonly onFailed: (files: Iterable<number>) => void) {
     this.worker.unref()
     this.worker.on("message", ({ id, error }: { id: number; error?: { code?: string; message: string } }) => {
       const waiting = this.waiting.get(id)
@@ -81,14 +82,19 @@ class WriterThread {
       this.waiting.delete(id)
       if (this.waiting.size === 0) this.worker.unref()
       if (error === undefined) waiting.resolve()
-      else waiting.reject(new WriteFailure(error.code, error.message))
+      else {
+        // Remembered here too, not only by the thread: a thread started after this one stops must
+        // refuse the file as well.
+        this.onFailed([waiting.file])
+        waiting.reject(new WriteFailure(error.code, error.message))
+      }
     })
     const stop = (why: string) => {
       if (this.stopped) return
       this.stopped = true
       const waiting = [...this.waiting.values()]
       this.waiting.clear()
-      this.onStop(waiting.map((entry) => entry.file))
+      this.onFailed(waiting.map((entry) => entry.file))
       for (const entry of waiting) entry.reject(new WriteFailure(undefined, `the WAL writer thread stopped: ${why}`))
     }
     this.worker.on("error", (error) => stop(error.message))
@@ -110,10 +116,17 @@ class WriterThread {
   forget(file: number): void {
     if (!this.stopped) this.worker.postMessage({ forget: file })
   }
+
+  terminate(): Promise<number> {
+    return this.worker.terminate()
+  }
 }
 
 let thread: WriterThread | undefined
-/** Files whose writes failed because the thread stopped: refused until forgotten (see above). */
+/**
+ * Files with a failed write, or with writes cut off when the thread stopped: refused until
+ * forgotten (see above), whichever thread is running.
+ */
 const refused = new Set<number>()
 let nextFile = 0
 
@@ -127,7 +140,7 @@ export const fileToken = (): number => nextFile++
 export const queueWrite = (file: number, fd: number, offset: number, bytes: Uint8Array): Promise<void> => {
   if (refused.has(file)) {
     return Promise.reject(
-      new WriteFailure(undefined, "an earlier write to this file was cut off with the WAL writer thread"),
+      new WriteFailure(undefined, "an earlier write to this file failed, or was cut off with the WAL writer thread"),
     )
   }
   if (thread === undefined || thread.stopped) {
@@ -136,6 +149,11 @@ export const queueWrite = (file: number, fd: number, offset: number, bytes: Uint
     })
   }
   return thread.write(file, fd, offset, bytes)
+}
+
+/** Ends the writer thread as a crash would (its waiting writes fail); for tests. */
+export const terminateWriterThread = async (): Promise<void> => {
+  await thread?.terminate()
 }
 
 /** Forgets `file` (closed after its writes settled): its token is never used again. */

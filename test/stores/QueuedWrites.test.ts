@@ -12,7 +12,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit } from "effect"
 import { openLocalWal, type Wal } from "../../src/stores/Wal.ts"
 import { type FsError, layerNode, WalFs } from "../../src/stores/WalFs.ts"
-import { fileToken, forgetFile, queueWrite } from "../../src/stores/WalWriter.ts"
+import { fileToken, forgetFile, queueWrite, terminateWriterThread } from "../../src/stores/WalWriter.ts"
 import * as Sim from "../support/SimulatedDisk.ts"
 
 const tempDir = Effect.acquireRelease(
@@ -23,6 +23,26 @@ const tempDir = Effect.acquireRelease(
 const bytesOf = (text: string) => Buffer.from(text, "utf8")
 
 describe("the WAL writer thread (real disk)", () => {
+  it.effect("a file whose write failed stays refused after the thread stops and a new one starts", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const fs = yield* WalFs
+      const file = yield* fs.open(join(dir, "a"), { create: true })
+      const other = yield* fs.open(join(dir, "b"), { create: true })
+      // No file can reach this offset: the write fails, and a later write would work.
+      const failed = yield* Deferred.await(yield* file.queueDurable(2 ** 52, bytesOf("far"))).pipe(Effect.exit)
+      assert.isTrue(Exit.isFailure(failed))
+      yield* Effect.promise(() => terminateWriterThread())
+      const after = yield* Deferred.await(yield* file.queueDurable(0, bytesOf("after"))).pipe(Effect.exit)
+      assert.isTrue(Exit.isFailure(after), "the write after the failed one was made")
+      yield* Deferred.await(yield* other.queueDurable(0, bytesOf("other")))
+      yield* file.close()
+      yield* other.close()
+      assert.strictEqual(readFileSync(join(dir, "a"), "utf8"), "")
+      assert.strictEqual(readFileSync(join(dir, "b"), "utf8"), "other")
+    }).pipe(Effect.scoped, Effect.provide(layerNode)),
+  )
+
   it.effect("writes queued without waiting land in queue order and all settle, across files", () =>
     Effect.gen(function* () {
       const dir = yield* tempDir
