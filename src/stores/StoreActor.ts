@@ -541,7 +541,9 @@ export const makeStore = <Command, Event, Reply, Failure>(
                 next = prepared
                 nextWriting = queued.value
               } else {
+                // Served again by the next incarnation, so no longer this one's to answer.
                 requeued = [...prepared.batch, ...requeued]
+                inFlight = current.batch
                 brokenLog = queued.cause
               }
             })
