@@ -117,6 +117,21 @@ const sendEach = (store: Store, keys: ReadonlyArray<string>) =>
     Effect.forEach(keys, (key) => Effect.map(Effect.exit(store.send(put(key))), (exit) => answerOf(key, exit))),
   )
 
+/** The first write of a test, acknowledged: `warm: "v-warm"`. */
+const sendWarm = (store: Store) =>
+  Effect.map(sendEach(store, ["warm"]), (answers) =>
+    assert.deepStrictEqual(
+      answers.map((answer) => answer.outcome),
+      ["ok"],
+    ),
+  )
+
+/** What a new store (a new process: it knows nothing of earlier failures) reads on `disk`. */
+const stateAfterRestart = (disk: Sim.SimulatedDisk, options: StoreOptions) =>
+  Effect.scoped(
+    Effect.flatMap(makeStore(kvStore(), options), (store) => guard("read after restart", store.read(readAll))),
+  ).pipe(Effect.provide(storeLayer(disk)))
+
 const expectedState = (answers: ReadonlyArray<Answer>) =>
   Object.fromEntries(
     answers.filter((answer) => answer.outcome === "ok").map((answer) => [answer.key, `v-${answer.key}`]),
@@ -403,10 +418,7 @@ describe("I/O faults on the simulated disk", () => {
         yield* Effect.scoped(
           Effect.gen(function* () {
             const store = yield* makeStore(kvStore(), optionsFor(dir))
-            assert.deepStrictEqual(
-              (yield* sendEach(store, ["warm"])).map((answer) => answer.outcome),
-              ["ok"],
-            )
+            yield* sendWarm(store)
             disk.failAfter(0, { op: "fdatasync" })
             const writesBefore = disk.stats.writes
             const first = yield* Effect.forkChild(sendEach(store, ["first"]))
@@ -446,10 +458,7 @@ describe("I/O faults on the simulated disk", () => {
         const failed = yield* Effect.scoped(
           Effect.gen(function* () {
             const store = yield* makeStore(kvStore(), options)
-            assert.deepStrictEqual(
-              (yield* sendEach(store, ["warm"])).map((answer) => answer.outcome),
-              ["ok"],
-            )
+            yield* sendWarm(store)
             // The write of "lost" reaches the file; its data sync fails.
             disk.failAfter(0, { op: "fdatasync" })
             const pending = yield* Effect.forkChild(sendEach(store, ["lost"]))
@@ -462,9 +471,7 @@ describe("I/O faults on the simulated disk", () => {
           ["WriteFailed"],
         )
         // The next start (a new process: no memory of the failure) on the same disk.
-        const state = yield* Effect.scoped(
-          Effect.flatMap(makeStore(kvStore(), options), (store) => guard("read after restart", store.read(readAll))),
-        ).pipe(Effect.provide(storeLayer(disk)))
+        const state = yield* stateAfterRestart(disk, options)
         assert.deepStrictEqual(state, { warm: "v-warm" })
         assert.include(failed[0]!.message, "rolled back; it was not applied")
       }).pipe(quiet),
@@ -481,10 +488,7 @@ describe("I/O faults on the simulated disk", () => {
         const answers = yield* Effect.gen(function* () {
           const scope = yield* Scope.make()
           const store = yield* makeStore(kvStore(), options).pipe(Effect.provideService(Scope.Scope, scope))
-          assert.deepStrictEqual(
-            (yield* sendEach(store, ["warm"])).map((answer) => answer.outcome),
-            ["ok"],
-          )
+          yield* sendWarm(store)
           const writesBefore = disk.stats.writes
           const first = yield* Effect.forkChild(sendEach(store, ["first"]))
           for (let i = 0; i < 10_000 && disk.stats.writes === writesBefore; i++) yield* Effect.yieldNow
@@ -500,9 +504,7 @@ describe("I/O faults on the simulated disk", () => {
           answers.map((answer) => answer.outcome),
           ["ok", "WriteFailed", "WriteFailed"],
         )
-        const state = yield* Effect.scoped(
-          Effect.flatMap(makeStore(kvStore(), options), (store) => guard("read after restart", store.read(readAll))),
-        ).pipe(Effect.provide(storeLayer(disk)))
+        const state = yield* stateAfterRestart(disk, options)
         assert.deepStrictEqual(state, { warm: "v-warm", first: "v-first" })
         assert.include(answers[1]!.message, "rolled back; it was not applied")
       }).pipe(quiet),
