@@ -8,16 +8,17 @@
  *
  * `repairStoreLog` is what `mnemos repair` does to a store whose log is `Corrupt`; the caller holds
  * the data directory's lock. It never deletes: the damaged segment is copied whole, and every
- * later segment moved, into `<dataDir>/quarantine/<store>/<time>/`; the damaged segment is then
- * cut back to the last complete batch before the damage. If what is left of the log ends below
- * the checkpoint's applied sequence, those segments (wholly applied already) are quarantined too,
- * so the log starts again right after the checkpoint. Then the log is checked again and must open.
+ * later segment moved, into `<dataDir>/quarantine/<store>/<time>/`; that is synced to disk (files,
+ * then directories) before the damaged segment is cut back to the last complete batch before the
+ * damage. If what is left of the log ends below the checkpoint's applied sequence, those segments
+ * (wholly applied already) are quarantined too, so the log starts again right after the
+ * checkpoint. Then the log is checked again and must open.
  * The report says which sequences the store keeps (checkpoint and log) and which valid records
  * past the kept batches it loses — the damaged batch's readable records included, as a batch is
  * kept or cut whole (they stay in the quarantine, with a REPORT.json).
  */
 import * as fs from "node:fs"
-import { join } from "node:path"
+import { dirname, join, resolve } from "node:path"
 import { Deferred, Effect, Layer } from "effect"
 import { openCheckpoint } from "./Checkpoint.ts"
 import { openLocalWal } from "./Wal.ts"
@@ -205,13 +206,51 @@ const committedPrefix = (bytes: Buffer, damageOffset: number) => {
   return { end, lastSeq, salt: header.salt }
 }
 
-const syncDir = (dir: string) => {
-  const fd = fs.openSync(dir, "r")
+/** fsync of a file or a directory (a directory's entries). */
+const fsyncPath = (path: string) => {
+  const fd = fs.openSync(path, "r")
   try {
     fs.fsyncSync(fd)
   } finally {
     fs.closeSync(fd)
   }
+}
+
+/** Syncs `dir`, then the entry of each directory `mkdirSync` just created in its parent, up to `firstCreated`. */
+const syncCreatedDirs = (dir: string, firstCreated: string | undefined) => {
+  fsyncPath(dir)
+  if (firstCreated === undefined) return
+  for (let created = resolve(dir); ; created = dirname(created)) {
+    fsyncPath(dirname(created))
+    if (created === resolve(firstCreated) || dirname(created) === created) return
+  }
+}
+
+/** Writes `path` so that after a crash it holds either nothing or all of `text`. */
+const writeFileDurably = (path: string, text: string) => {
+  const temp = `${path}.tmp`
+  const fd = fs.openSync(temp, "w", 0o600)
+  try {
+    fs.writeFileSync(fd, text)
+    fs.fsyncSync(fd)
+  } finally {
+    fs.closeSync(fd)
+  }
+  fs.renameSync(temp, path)
+  fsyncPath(dirname(path))
+}
+
+/**
+ * The store generation of a segment's records, for when no header or checkpoint says it: that of
+ * the first valid record from the segment's first sequence on (they follow its header).
+ */
+const saltOfRecords = (bytes: Buffer, name: string): number | undefined => {
+  const firstSeq = parseSegmentFileName(name) ?? 1
+  for (let offset = segmentHeaderBytes; offset + recordHeaderBytes <= bytes.length; offset++) {
+    const read = readRecordAt(bytes, offset)
+    if (read._tag === "Record" && read.record.seq >= firstSeq) return read.salt
+  }
+  return undefined
 }
 
 const lastSeqOf = (walDir: string, name: string): number | undefined => {
@@ -239,14 +278,17 @@ export const repairStoreLog = (
         `store "${store}" is ${check.state}${check.message !== undefined ? `: ${check.message}` : ""}; nothing to repair`,
       )
     const damage = { file: check.file, offset: check.offset, message: check.message ?? "" }
+    // The store generation, to count the lost records by when the damaged segment's header is unreadable.
+    const { salt: checkpointSalt } = yield* readCheckpointSeq(storeDir)
     const quarantined = yield* Effect.try({
-      try: () => quarantineFrom(storeDir, quarantineRoot, store, damage, check.appliedSeq, now),
+      try: () => quarantineFrom(storeDir, quarantineRoot, store, damage, check.appliedSeq, checkpointSalt, now),
       catch: (error) => `repairing store "${store}" failed: ${message(error)}`,
     })
     const after = yield* checkStoreLog(store, storeDir)
     const report: RepairReport = { store, damage, ...quarantined, after }
-    fs.writeFileSync(join(quarantined.quarantine, "REPORT.json"), `${JSON.stringify(report, null, 2)}\n`, {
-      mode: 0o600,
+    yield* Effect.try({
+      try: () => writeFileDurably(join(quarantined.quarantine, "REPORT.json"), `${JSON.stringify(report, null, 2)}\n`),
+      catch: (error) => `writing the repair report of store "${store}" failed: ${message(error)}`,
     })
     if (after.state !== "ok" && after.state !== "torn-tail")
       return yield* Effect.fail(`store "${store}" still does not open after the repair: ${after.message}`)
@@ -259,6 +301,7 @@ const quarantineFrom = (
   store: string,
   damage: { readonly file: string; readonly offset: number },
   appliedSeq: number,
+  checkpointSalt: number | undefined,
   now: Date,
 ): Omit<RepairReport, "store" | "damage" | "after"> => {
   const walDir = join(storeDir, "wal")
@@ -266,13 +309,18 @@ const quarantineFrom = (
   const damagedIndex = names.indexOf(damage.file)
   if (damagedIndex < 0) throw new Error(`the damaged segment ${damage.file} is not in ${walDir}`)
   const quarantine = join(quarantineRoot, store, now.toISOString().replace(/[:.]/g, "-"))
-  fs.mkdirSync(quarantine, { recursive: true, mode: 0o700 })
+  const firstCreated = fs.mkdirSync(quarantine, { recursive: true, mode: 0o700 })
   const moved: Array<string> = []
 
   const damagedPath = join(walDir, damage.file)
   const damagedBytes = fs.readFileSync(damagedPath)
   const prefix = committedPrefix(damagedBytes, damage.offset)
-  const salt = prefix.salt ?? decodeSegmentHeader(fs.readFileSync(join(walDir, names[0]!)))?.salt
+  // A damaged first header says no generation; the records' own salt does (a stale one is not counted).
+  const salt =
+    prefix.salt ??
+    checkpointSalt ??
+    decodeSegmentHeader(fs.readFileSync(join(walDir, names[0]!)))?.salt ??
+    saltOfRecords(damagedBytes, damage.file)
 
   // What the damaged segment and the later ones still hold past the kept prefix: lost, but counted.
   // That includes the readable records of the damaged batch before the damage: batches are kept whole.
@@ -288,11 +336,15 @@ const quarantineFrom = (
   }
 
   fs.copyFileSync(damagedPath, join(quarantine, damage.file))
+  fsyncPath(join(quarantine, damage.file))
   moved.push(damage.file)
   for (const name of names.slice(damagedIndex + 1)) {
     fs.renameSync(join(walDir, name), join(quarantine, name))
     moved.push(name)
   }
+  // The copy and the moved segments must be on disk before the original is cut: a power cut in
+  // between would otherwise lose both.
+  syncCreatedDirs(quarantine, firstCreated)
   if (prefix.end > segmentHeaderBytes) {
     const fd = fs.openSync(damagedPath, "r+")
     try {
@@ -315,8 +367,8 @@ const quarantineFrom = (
     }
     remaining = []
   }
-  syncDir(walDir)
-  syncDir(quarantine)
+  fsyncPath(walDir)
+  fsyncPath(quarantine)
 
   const keptLast = remaining.length === 0 ? undefined : lastSeqOf(walDir, remaining[remaining.length - 1]!)
   const keptFirst = remaining.length === 0 ? undefined : parseSegmentFileName(remaining[0]!)

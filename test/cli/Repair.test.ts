@@ -6,7 +6,7 @@
  * through the engine (the checkpoint already holds everything: nothing is lost).
  */
 import { createHash } from "node:crypto"
-import { readFileSync } from "node:fs"
+import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { afterAll, assert, describe, it } from "vitest"
@@ -14,6 +14,7 @@ import { healthCommand } from "../../src/cli/HealthCommand.ts"
 import { repairCommand } from "../../src/cli/RepairCommand.ts"
 import { openLocalWal } from "../../src/stores/Wal.ts"
 import { layerNode } from "../../src/stores/WalFs.ts"
+import { encodeRecordInto, recordHeaderBytes } from "../../src/stores/WalRecord.ts"
 import { checkStoreLog, repairStoreLog } from "../../src/stores/WalRepair.ts"
 import {
   corruptGraphLog,
@@ -103,6 +104,26 @@ describe("repairing a corrupt log", () => {
     assert.deepStrictEqual(report.kept, { checkpointSeq: 0, logFirstSeq: 1, logLastSeq: 4 })
     // 5 and 6 were readable but go with their batch; 7 is the damaged one; 8..12 follow it.
     assert.deepStrictEqual(report.lost, { records: 7, firstSeq: 5, lastSeq: 12 })
+  })
+
+  it("damage in the first segment's header: every readable record it removes is reported lost", async () => {
+    const { storeDir, walDir } = await storeWithLog(10, 1)
+    const [segment] = segmentsIn(walDir)
+    const file = join(walDir, segment!)
+    // After the records, one of another store generation (as a reused file may hold): not counted.
+    const bytes = readFileSync(file)
+    const staleAt = recordsOf(file)[9]!.end
+    const stale = Buffer.alloc(staleAt + recordHeaderBytes + 2)
+    bytes.copy(stale, 0, 0, staleAt)
+    encodeRecordInto(stale, staleAt, { seq: 11, salt: stale.readUInt32LE(8) + 1, type: 1, flags: 3, payload: "{}" })
+    writeFileSync(file, stale)
+    flipByte(file, 9) // inside the header's generation (salt): its checksum fails
+    const report = await Effect.runPromise(
+      repairStoreLog("notes", storeDir, join(storeDir, "..", "quarantine"), new Date("2026-01-01T00:00:00Z")),
+    )
+    assert.deepStrictEqual(report.kept, { checkpointSeq: 0 })
+    assert.deepStrictEqual(report.lost, { records: 10, firstSeq: 1, lastSeq: 10 })
+    assert.deepStrictEqual(segmentsIn(walDir), [])
   })
 
   it("a healthy log is left alone", async () => {
