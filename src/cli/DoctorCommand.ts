@@ -11,6 +11,7 @@
  */
 import * as fs from "node:fs"
 import { createServer } from "node:net"
+import { hostname } from "node:os"
 import { dirname, join } from "node:path"
 import { Console, Effect, Option, Result, Schema } from "effect"
 import { Command, Flag } from "effect/cli"
@@ -24,6 +25,7 @@ import {
   lockFileName,
   readLockOwner,
   resolveDataDir,
+  tornLockAgeMs,
 } from "../stores/DataDir.ts"
 import { dataDirConfigFileName, readDataDirConfig } from "../stores/DataDirConfig.ts"
 import type { StoreHealth } from "../stores/StoreActor.ts"
@@ -127,11 +129,23 @@ const checkLock = (dir: string): { finding: Finding; ownerAlive: boolean } => {
   if (owner === undefined) {
     if (fs.existsSync(lockPath))
       return {
-        finding: warn("lock", `${lockPath} is unreadable (torn by a crash); it is taken over at the next start`),
+        finding: warn(
+          "lock",
+          `${lockPath} is unreadable (torn by a crash, or being written right now); a start takes it over once it is ${tornLockAgeMs / 1000} s old`,
+        ),
         ownerAlive: false,
       }
     return { finding: ok("lock", "not in use"), ownerAlive: false }
   }
+  if (owner.host !== hostname())
+    return {
+      finding: warn(
+        "lock",
+        `held by pid ${owner.pid} on host ${owner.host} (${owner.command}) since ${owner.startedAt}, which cannot be checked from here; a start here is refused`,
+        `rm ${lockPath} if no mnemos process on ${owner.host} uses this directory (or this host was renamed)`,
+      ),
+      ownerAlive: true,
+    }
   if (isOwnerAlive(owner))
     return {
       finding: ok("lock", `in use by pid ${owner.pid} (${owner.command}) since ${owner.startedAt}`),
@@ -140,8 +154,8 @@ const checkLock = (dir: string): { finding: Finding; ownerAlive: boolean } => {
   return {
     finding: warn(
       "lock",
-      `left by pid ${owner.pid} on ${owner.host} (${owner.command}), which is not running here; the next start takes it over`,
-      `nothing to do (or: rm ${lockPath} if host ${owner.host} no longer uses this directory)`,
+      `left by pid ${owner.pid} (${owner.command}), which is not running here any more; the next start takes it over`,
+      "nothing to do",
     ),
     ownerAlive: false,
   }

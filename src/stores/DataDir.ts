@@ -3,12 +3,20 @@
  *
  * Resolution order: `--data-dir`, then `$MNEMOS_DATA_DIR`, then `$XDG_DATA_HOME/mnemos`, then
  * `~/.local/share/mnemos`. One process owns a data directory at a time: it holds `mnemos.lock`,
- * a file created with O_EXCL that names its pid, host and start time. A second process gets a
- * `Locked` error naming the owner's pid. A lock whose process is gone (same host, pid not alive)
- * is stale and is taken over: it is first renamed to a name unique to the taker, re-read, and only
- * removed if it is still the stale lock that was judged (so two takers cannot both win).
- * Limitation: locks are judged by pid on the same host; a data directory shared over a network
- * file system between hosts is not supported.
+ * which names its pid, host, start time and (on Linux) the boot and the process's start tick. The
+ * file is written whole under a temporary name and linked into place, which fails if a lock
+ * exists, so no one ever reads a half-written lock. A second process gets a `Locked` error naming
+ * the owner's pid.
+ *
+ * A lock is stale when its process is gone: same host, and the pid is not alive, or the machine
+ * has rebooted since (another boot id), or the pid now belongs to another process (another start
+ * tick: a container restarted with the same pid, say). A stale lock is taken over under a second,
+ * short-lived lock (`mnemos.lock.takeover`, taken the same way): the taker re-reads the lock and
+ * removes it only if it is still the one judged stale, then competes for the lock like anyone
+ * else. So two takers never both win, and a fresh lock is never moved aside. A lock of another
+ * host is never taken over (its process cannot be checked from here); the message says how to
+ * remove it. A lock no one can parse (written by a crash of an older version) is stale once it
+ * is older than `tornLockAgeMs`.
  *
  * Before the lock is taken the path is checked (`dataDirSafetyProblems`): a data directory that is
  * world-writable, or that sits under a world-writable directory without the sticky bit, or that is
@@ -49,6 +57,10 @@ export interface LockOwner {
   readonly host: string
   readonly startedAt: string
   readonly command: string
+  /** The kernel's boot id (Linux), to tell a lock left before a reboot. */
+  readonly bootId?: string
+  /** The process's start time in clock ticks since boot (Linux), to tell a reused pid. */
+  readonly processStart?: number
 }
 
 /** Why the data directory could not be taken. */
@@ -157,7 +169,10 @@ const refuseUnsafe = (dir: string, problems: ReadonlyArray<DataDirSafetyProblem>
     path: dir,
     message: `refusing data directory ${dir}: ${problems.map((problem) => `${problem.message}; fix: ${problem.fix}`).join("; ")}. Pass --force to use it anyway.`,
   })
-const takeoverAttemptsMax = 5
+const takeoverAttemptsMax = 20
+/** How old an unparseable lock must be to count as torn by a crash rather than being written. */
+export const tornLockAgeMs = 10_000
+const takeoverFileName = `${lockFileName}.takeover`
 
 const isAlive = (pid: number): boolean => {
   try {
@@ -165,6 +180,41 @@ const isAlive = (pid: number): boolean => {
     return true
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
+/** Linux's boot id; undefined elsewhere. */
+const bootId = (): string | undefined => {
+  try {
+    return fs.readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim()
+  } catch {
+    return undefined
+  }
+}
+
+/** A process's start time in clock ticks since boot (Linux, field 22 of /proc/<pid>/stat); undefined elsewhere. */
+const processStart = (pid: number): number | undefined => {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    // The command name (field 2) may hold spaces and parentheses: count fields after its last ")".
+    const start = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19])
+    return Number.isFinite(start) ? start : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** This process as a lock's owner. */
+const thisProcess = (command: string): LockOwner => {
+  const boot = bootId()
+  const start = processStart(process.pid)
+  return {
+    pid: process.pid,
+    host: hostname(),
+    startedAt: new Date().toISOString(),
+    command,
+    ...(boot !== undefined ? { bootId: boot } : {}),
+    ...(start !== undefined ? { processStart: start } : {}),
   }
 }
 
@@ -177,51 +227,145 @@ export const readLockOwner = (dir: string): LockOwner | undefined => {
   }
 }
 
-/** True when the recorded owner is a live process on this host. */
-export const isOwnerAlive = (owner: LockOwner): boolean => owner.host === hostname() && isAlive(owner.pid)
+/** True when the recorded owner is a live process on this host, the very process that took the lock. */
+export const isOwnerHere = (owner: LockOwner): boolean => {
+  if (owner.host !== hostname()) return false
+  // Our own pid: this process, or an earlier one that had it (a container restarted, say).
+  if (owner.pid === process.pid) return owner.bootId === bootId() && owner.processStart === processStart(process.pid)
+  const boot = bootId()
+  if (owner.bootId !== undefined && boot !== undefined && owner.bootId !== boot) return false
+  if (!isAlive(owner.pid)) return false
+  const start = owner.processStart === undefined ? undefined : processStart(owner.pid)
+  return start === undefined || start === owner.processStart
+}
 
-const tryCreate = (lockPath: string, owner: LockOwner): boolean => {
-  let fd: number
+/**
+ * True unless the owner is known to be gone: a live process here, or a process on another host,
+ * which cannot be checked from here and so is taken to be alive.
+ */
+export const isOwnerAlive = (owner: LockOwner): boolean => owner.host !== hostname() || isOwnerHere(owner)
+
+/** Whether `owner` is this very process (not an earlier one that had the same pid). */
+const isThisProcess = (owner: LockOwner, self: LockOwner): boolean =>
+  owner.pid === self.pid &&
+  owner.host === self.host &&
+  owner.bootId === self.bootId &&
+  owner.processStart === self.processStart
+
+/**
+ * Creates `path` holding `owner`, whole, unless it exists: the record is written and synced under a
+ * temporary name, then hard-linked into place (atomic, and failing with EEXIST like O_EXCL). On a
+ * file system without hard links, falls back to O_EXCL and a write.
+ */
+const tryCreate = (path: string, owner: LockOwner): boolean => {
+  const text = JSON.stringify(owner)
+  const temporary = `${path}.new-${process.pid}-${randomBytes(4).toString("hex")}`
+  fs.writeFileSync(temporary, text, { mode: 0o600, flag: "wx" })
+  const fd = fs.openSync(temporary, "r")
   try {
-    fd = fs.openSync(lockPath, "wx", 0o600)
+    fs.fsyncSync(fd)
+  } finally {
+    fs.closeSync(fd)
+  }
+  try {
+    fs.linkSync(temporary, path)
+    return true
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    if (code === "EEXIST") return false
+    if (code !== "EPERM" && code !== "ENOTSUP" && code !== "EOPNOTSUPP") throw error
+  } finally {
+    fs.rmSync(temporary, { force: true })
+  }
+  let fd2: number
+  try {
+    fd2 = fs.openSync(path, "wx", 0o600)
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "EEXIST") return false
     throw error
   }
   try {
-    fs.writeSync(fd, JSON.stringify(owner))
-    fs.fsyncSync(fd)
+    fs.writeSync(fd2, text)
+    fs.fsyncSync(fd2)
   } finally {
-    fs.closeSync(fd)
+    fs.closeSync(fd2)
   }
   return true
 }
 
-/** Removes a stale lock only if the file at `lockPath` is still the one judged stale. */
-const removeStale = (lockPath: string, stale: string): void => {
-  const aside = `${lockPath}.stale-${process.pid}-${randomBytes(4).toString("hex")}`
+/** Blocks this thread for `ms` (start-up only: waiting for another taker to finish). */
+const pause = (ms: number): void => {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)
+}
+
+/** Whether a lock file's text names an owner that is gone (or is a torn file old enough). */
+const isStale = (path: string, text: string): boolean => {
   try {
-    fs.renameSync(lockPath, aside)
+    return !isOwnerAlive(JSON.parse(text) as LockOwner)
   } catch {
-    return // someone else moved it first
+    try {
+      return Date.now() - fs.statSync(path).mtimeMs > tornLockAgeMs
+    } catch {
+      return false
+    }
   }
-  if (fs.readFileSync(aside, "utf8") === stale) {
-    fs.rmSync(aside, { force: true })
-    return
-  }
-  // We moved a fresh lock that another taker had just written: put it back unless a third exists.
+}
+
+/** Removes `path` if it still holds `judged` (moved aside, re-read, put back if it changed meanwhile). */
+const removeIfUnchanged = (path: string, judged: string): void => {
+  const aside = `${path}.stale-${process.pid}-${randomBytes(4).toString("hex")}`
   try {
-    fs.linkSync(aside, lockPath)
+    fs.renameSync(path, aside)
   } catch {
-    // a newer lock is in place; that owner wins
+    return // gone already
+  }
+  if (fs.readFileSync(aside, "utf8") !== judged) {
+    try {
+      fs.linkSync(aside, path)
+    } catch {
+      // a newer file is in place
+    }
   }
   fs.rmSync(aside, { force: true })
+}
+
+/**
+ * Removes the stale lock whose text is `judged`, holding the takeover lock meanwhile, so no other
+ * taker touches `lock` at the same time. Returns without removing anything when another taker holds
+ * the takeover lock (after a pause) or the lock changed hands.
+ */
+const takeOver = (dir: string, judged: string, self: LockOwner): void => {
+  const lockPath = join(dir, lockFileName)
+  const takeoverPath = join(dir, takeoverFileName)
+  if (!tryCreate(takeoverPath, self)) {
+    // Another taker is at work, or one crashed in the middle: then its takeover lock is stale.
+    let text: string
+    try {
+      text = fs.readFileSync(takeoverPath, "utf8")
+    } catch {
+      return
+    }
+    if (isStale(takeoverPath, text)) removeIfUnchanged(takeoverPath, text)
+    else pause(20)
+    return
+  }
+  try {
+    let current: string
+    try {
+      current = fs.readFileSync(lockPath, "utf8")
+    } catch {
+      return // released meanwhile
+    }
+    if (current === judged) fs.rmSync(lockPath, { force: true })
+  } finally {
+    fs.rmSync(takeoverPath, { force: true })
+  }
 }
 
 const acquire = (dir: string, command: string): LockOwner => {
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
   const lockPath = join(dir, lockFileName)
-  const owner: LockOwner = { pid: process.pid, host: hostname(), startedAt: new Date().toISOString(), command }
+  const owner = thisProcess(command)
   for (let attempt = 0; attempt < takeoverAttemptsMax; attempt++) {
     if (tryCreate(lockPath, owner)) return owner
     let text: string
@@ -234,14 +378,22 @@ const acquire = (dir: string, command: string): LockOwner => {
     try {
       current = JSON.parse(text) as LockOwner
     } catch {
-      current = undefined // a lock torn by a crash during its creation is stale
+      current = undefined
     }
-    if (current !== undefined && current.pid === process.pid && current.host === owner.host) {
+    if (current !== undefined && isThisProcess(current, owner)) {
       throw new DataDirError({
         reason: "Locked",
         path: dir,
         ownerPid: current.pid,
         message: `${dir} is already open in this process`,
+      })
+    }
+    if (current !== undefined && current.host !== owner.host) {
+      throw new DataDirError({
+        reason: "Locked",
+        path: dir,
+        ownerPid: current.pid,
+        message: `data directory ${dir} is locked by mnemos process ${current.pid} on host ${current.host} (${current.command}, since ${current.startedAt}), which cannot be checked from here; if that process is gone (or the host was renamed), remove ${lockPath}`,
       })
     }
     if (current !== undefined && isOwnerAlive(current)) {
@@ -252,17 +404,28 @@ const acquire = (dir: string, command: string): LockOwner => {
         message: `data directory ${dir} is in use by mnemos process ${current.pid} (${current.command}, since ${current.startedAt}); stop it or use another --data-dir`,
       })
     }
-    removeStale(lockPath, text)
+    if (current === undefined && !isStale(lockPath, text)) {
+      pause(50) // being written by a process of an older version, or torn a moment ago
+      continue
+    }
+    takeOver(dir, text, owner)
   }
   throw new DataDirError({
     reason: "Locked",
     path: dir,
-    message: `could not take the lock of ${dir}: it keeps changing hands`,
+    message: `could not take the lock of ${dir}: ${lockPath} keeps changing hands, or is unreadable and was written moments ago (another process starting?); try again, or remove it if no mnemos process uses this directory`,
   })
 }
 
 const release = (dir: string, owner: LockOwner): void => {
-  if (readLockOwner(dir)?.pid === owner.pid) fs.rmSync(join(dir, lockFileName), { force: true })
+  const lockPath = join(dir, lockFileName)
+  let text: string
+  try {
+    text = fs.readFileSync(lockPath, "utf8")
+  } catch {
+    return
+  }
+  if (text === JSON.stringify(owner)) fs.rmSync(lockPath, { force: true })
 }
 
 /** Takes the lock, then puts the directory's config.json in force (releasing the lock if it is bad). */

@@ -2,7 +2,7 @@
  * The data directory: where it resolves to, and that only one process owns it at a time.
  */
 import { spawn, spawnSync } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs"
 import { hostname, tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Exit } from "effect"
@@ -106,10 +106,138 @@ describe("the data directory lock", () => {
     )
   })
 
-  it("takes over a lock torn by a crash during its creation", async () => {
+  it("takes over a lock torn by a crash during its creation, once it is old enough not to be one being written", async () => {
     const dir = tempDir()
-    writeFileSync(join(dir, lockFileName), '{"pid": 12')
+    const lockPath = join(dir, lockFileName)
+    writeFileSync(lockPath, '{"pid": 12')
+    const fresh = await Effect.runPromiseExit(Effect.scoped(lockDataDir(dir, "successor")))
+    expect(Exit.isFailure(fresh) && String(fresh.cause)).toContain("written moments ago")
+    expect(readFileSync(lockPath, "utf8")).toBe('{"pid": 12')
+    const minuteAgo = new Date(Date.now() - 60_000)
+    utimesSync(lockPath, minuteAgo, minuteAgo)
     const exit = await Effect.runPromiseExit(Effect.scoped(lockDataDir(dir, "successor")))
     expect(Exit.isSuccess(exit)).toBe(true)
   })
+
+  it("never takes over the lock of another host: it names the host and how to remove the lock", async () => {
+    const dir = tempDir()
+    const lock = { pid: 1, host: `not-${hostname()}`, startedAt: "2026-01-01T00:00:00Z", command: "mnemos serve" }
+    writeFileSync(join(dir, lockFileName), JSON.stringify(lock))
+    const exit = await Effect.runPromiseExit(Effect.scoped(lockDataDir(dir, "successor")))
+    expect(Exit.isFailure(exit) && String(exit.cause)).toContain(`locked by mnemos process 1 on host not-${hostname()}`)
+    expect(Exit.isFailure(exit) && String(exit.cause)).toContain(`remove ${join(dir, lockFileName)}`)
+    expect(readLockOwner(dir)).toEqual(lock)
+  })
+
+  describe.runIf(process.platform === "linux")("a pid alive now that is not the lock's process (Linux)", () => {
+    const bootId = () => readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim()
+    const startOf = (pid: number) => {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+      return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19])
+    }
+    const takesOver = async (dir: string) => {
+      await Effect.runPromise(
+        Effect.scoped(
+          Effect.gen(function* () {
+            yield* lockDataDir(dir, "successor")
+            expect(readLockOwner(dir)).toMatchObject({ pid: process.pid, command: "successor" })
+          }),
+        ),
+      )
+    }
+    const lockOf = (pid: number, extra: object) => ({
+      pid,
+      host: hostname(),
+      startedAt: "2026-01-01T00:00:00Z",
+      command: "crashed",
+      ...extra,
+    })
+
+    it("takes over a lock whose pid now belongs to another process (another start tick)", async () => {
+      const dir = tempDir()
+      const other = spawn(process.execPath, ["-e", "setTimeout(() => {}, 60000)"], { stdio: "ignore" })
+      try {
+        const pid = other.pid!
+        writeFileSync(
+          join(dir, lockFileName),
+          JSON.stringify(lockOf(pid, { bootId: bootId(), processStart: startOf(pid) - 1 })),
+        )
+        await takesOver(dir)
+      } finally {
+        other.kill()
+      }
+    })
+
+    it("takes over a lock left before a reboot (another boot id), whatever owns its pid now", async () => {
+      const dir = tempDir()
+      writeFileSync(
+        join(dir, lockFileName),
+        JSON.stringify(lockOf(process.ppid, { bootId: "00000000-0000-0000-0000-000000000000", processStart: 1 })),
+      )
+      await takesOver(dir)
+    })
+
+    it("takes over a lock with this process's pid left by an earlier process (a container restarted)", async () => {
+      const dir = tempDir()
+      writeFileSync(
+        join(dir, lockFileName),
+        JSON.stringify(lockOf(process.pid, { bootId: bootId(), processStart: startOf(process.pid) - 1 })),
+      )
+      await takesOver(dir)
+    })
+
+    it("still refuses a lock whose process is the one that took it", async () => {
+      const dir = tempDir()
+      const other = spawn(process.execPath, ["-e", "setTimeout(() => {}, 60000)"], { stdio: "ignore" })
+      try {
+        const pid = other.pid!
+        writeFileSync(
+          join(dir, lockFileName),
+          JSON.stringify(lockOf(pid, { bootId: bootId(), processStart: startOf(pid) })),
+        )
+        const exit = await Effect.runPromiseExit(Effect.scoped(lockDataDir(dir, "successor")))
+        expect(Exit.isFailure(exit) && String(exit.cause)).toContain(`in use by mnemos process ${pid}`)
+      } finally {
+        other.kill()
+      }
+    })
+  })
+
+  it("processes starting at once over a stale lock: exactly one takes it, the others name that one", async () => {
+    for (let round = 0; round < 2; round++) {
+      const dir = tempDir()
+      const dead = spawnSync(process.execPath, ["-e", "process.exit(0)"])
+      writeFileSync(
+        join(dir, lockFileName),
+        JSON.stringify({ pid: dead.pid, host: hostname(), startedAt: "2026-01-01T00:00:00Z", command: "crashed" }),
+      )
+      const takers = Array.from({ length: 5 }, () =>
+        spawn(process.execPath, ["--import", "tsx", "test/support/lockTaker.ts", dir], {
+          stdio: ["pipe", "pipe", "inherit"],
+        }),
+      )
+      const exited = takers.map((taker) => new Promise((resolve) => taker.once("exit", resolve)))
+      // Each taker reports, then the one holding the lock is let go: no one can find it free meanwhile.
+      const outputs = await Promise.all(
+        takers.map(
+          (taker) =>
+            new Promise<string>((resolve) => {
+              let output = ""
+              taker.stdout.on("data", (chunk: Buffer) => {
+                output += chunk.toString()
+                if (output.includes("\n")) resolve(output.trim())
+              })
+              taker.once("exit", () => resolve(output.trim()))
+            }),
+        ),
+      )
+      for (const taker of takers) taker.stdin.end()
+      await Promise.all(exited)
+      const winners = outputs.filter((output) => output.startsWith("ACQUIRED"))
+      expect(winners, outputs.join("\n")).toHaveLength(1)
+      const winner = winners[0]!.split(" ")[1]
+      for (const output of outputs.filter((output) => !output.startsWith("ACQUIRED")))
+        expect(output).toContain(`in use by mnemos process ${winner}`)
+    }
+  }, 120_000)
 })
