@@ -8,6 +8,7 @@
  * store keeps and which records it loses. `--dry-run` only checks and says what it would do.
  * Exit code 0 when every store opens afterwards, 1 otherwise.
  */
+import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { Console, Effect, Option, Schema } from "effect"
 import { Command, Flag } from "effect/cli"
@@ -47,6 +48,9 @@ export const repairCommand = Command.make(
   },
   Effect.fn(function* ({ dataDir, dryRun }) {
     const location = resolveDataDir(Option.getOrUndefined(dataDir))
+    // Taking the lock would create the directory: a mistyped path must not look like a healthy store.
+    if (!existsSync(location.path))
+      return yield* new RepairFailed({ message: `no data directory at ${location.path}: nothing to repair` })
     yield* lockDataDir(location.path, "mnemos repair").pipe(
       Effect.mapError(
         (error) =>

@@ -29,7 +29,7 @@
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import { homedir, hostname } from "node:os"
-import { dirname, join, parse, resolve, sep } from "node:path"
+import { dirname, isAbsolute, join, parse, resolve, sep } from "node:path"
 import { Context, Effect, Result, Schema, type Scope } from "effect"
 import { configurePrivacy } from "../privacy/PrivacyFilter.ts"
 import { readDataDirConfig } from "./DataDirConfig.ts"
@@ -47,7 +47,9 @@ export interface DataDirLocation {
 export const resolveDataDir = (flag: string | undefined, env: NodeJS.ProcessEnv = process.env): DataDirLocation => {
   if (flag !== undefined && flag !== "") return { path: resolve(flag), source: "flag" }
   if (env.MNEMOS_DATA_DIR) return { path: resolve(env.MNEMOS_DATA_DIR), source: "environment" }
-  if (env.XDG_DATA_HOME) return { path: resolve(env.XDG_DATA_HOME, "mnemos"), source: "xdg" }
+  // The XDG spec: a relative $XDG_DATA_HOME is invalid and ignored.
+  if (env.XDG_DATA_HOME && isAbsolute(env.XDG_DATA_HOME))
+    return { path: resolve(env.XDG_DATA_HOME, "mnemos"), source: "xdg" }
   return { path: join(homedir(), ".local", "share", "mnemos"), source: "default" }
 }
 

@@ -6,7 +6,7 @@
  * through the engine (the checkpoint already holds everything: nothing is lost).
  */
 import { createHash } from "node:crypto"
-import { readFileSync, writeFileSync } from "node:fs"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { afterAll, assert, describe, it } from "vitest"
@@ -149,6 +149,12 @@ describe("mnemos repair on an engine's data directory", () => {
     assert.isFalse(sick.ok)
     assert.match(sick.stdout, /graph\s+corrupt/)
     assert.include(sick.error?.message ?? "", 'store "graph" is corrupt')
+
+    // A mistyped directory is an error, not a healthy store (and is not created).
+    const mistyped = await runCommand(repairCommand, ["--data-dir", `${dir}-typo`, "--dry-run"])
+    assert.isFalse(mistyped.ok)
+    assert.include(mistyped.error?.message ?? "", `no data directory at ${dir}-typo`)
+    assert.isFalse(existsSync(`${dir}-typo`))
 
     const dry = await runCommand(repairCommand, ["--data-dir", dir, "--dry-run"])
     assert.isTrue(dry.ok, dry.stderr)

@@ -25,6 +25,8 @@ describe("resolveDataDir", () => {
     expect(resolveDataDir("/flag/dir", env)).toEqual({ path: "/flag/dir", source: "flag" })
     expect(resolveDataDir(undefined, env)).toEqual({ path: "/env/dir", source: "environment" })
     expect(resolveDataDir(undefined, { XDG_DATA_HOME: "/xdg" })).toEqual({ path: "/xdg/mnemos", source: "xdg" })
+    // A relative $XDG_DATA_HOME is invalid (XDG base directory spec): ignored, not resolved against the cwd.
+    expect(resolveDataDir(undefined, { XDG_DATA_HOME: "xdg", HOME: "/home/u" }).source).toBe("default")
     const fallback = resolveDataDir(undefined, {})
     expect(fallback.source).toBe("default")
     expect(fallback.path.endsWith(join(".local", "share", "mnemos"))).toBe(true)
