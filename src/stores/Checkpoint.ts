@@ -16,7 +16,7 @@
 
 import { Effect, Schema } from "effect"
 import { type Database, open, type RootDatabase } from "lmdb"
-import { keyEncoder } from "./KeyCodec.ts"
+import { compareKeys, keyEncoder } from "./KeyCodec.ts"
 
 /** A failure of the LMDB environment itself (open, commit); the owning actor restarts on it. */
 export class CheckpointError extends Schema.TaggedError<CheckpointError>()("CheckpointError", {
@@ -94,7 +94,7 @@ const dataView = (data: Database<unknown, string>): StoreView => ({
       }),
     ].filter((entry) => entry.key !== range.end) as Array<Entry>
     const first = data.get(range.start)
-    if (first !== undefined && range.start < range.end) entries.push({ key: range.start, value: first })
+    if (first !== undefined && compareKeys(range.start, range.end) < 0) entries.push({ key: range.start, value: first })
     return range.limit === undefined ? entries : entries.slice(0, range.limit)
   },
   count: (range) => data.getKeysCount({ start: range.start, end: range.end }),

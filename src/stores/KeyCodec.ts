@@ -98,3 +98,41 @@ export const keyEncoder = {
   },
   readKey: (source: Uint8Array, start: number, end: number): string => decodeKey(source.subarray(start, end)),
 }
+
+const isSurrogate = (unit: number) => unit >= 0xd800 && unit <= 0xdfff
+const isHighSurrogate = (unit: number) => unit >= 0xd800 && unit <= 0xdbff
+const isLowSurrogate = (unit: number) => unit >= 0xdc00 && unit <= 0xdfff
+
+/**
+ * Orders keys as LMDB does: by their KeyCodec bytes, i.e. by code point, with a lone surrogate
+ * ordered by its own value (between U+D7FF and U+E000), as WTF-8 writes it. JavaScript's `<`
+ * orders UTF-16 code units instead, which puts an astral character (a surrogate pair, from
+ * U+D800) before U+E000–U+FFFF, where its bytes sort after them.
+ */
+export const compareKeys = (a: string, b: string): number => {
+  const length = Math.min(a.length, b.length)
+  for (let index = 0; index < length; index++) {
+    const unitA = a.charCodeAt(index)
+    const unitB = b.charCodeAt(index)
+    if (unitA === unitB) continue
+    // No surrogate at the first difference: code units order as code points (the common case).
+    if (!isSurrogate(unitA) && !isSurrogate(unitB)) return unitA - unitB
+    return compareCodePointsAt(a, b, index)
+  }
+  // A key that is a prefix of another sorts first, in bytes too (a trailing lone high surrogate
+  // encodes below any astral character that would pair it).
+  return a.length - b.length
+}
+
+/** Compares the code points that contain the first differing code unit, at `index`, of `a` and `b`. */
+const compareCodePointsAt = (a: string, b: string, index: number): number => {
+  // The shared unit before may be a high surrogate that pairs with one key's unit at `index` and
+  // not the other's: then the keys differ from that code point on.
+  const pairsBack =
+    index > 0 &&
+    isHighSurrogate(a.charCodeAt(index - 1)) &&
+    (isLowSurrogate(a.charCodeAt(index)) || isLowSurrogate(b.charCodeAt(index)))
+  const start = pairsBack ? index - 1 : index
+  // `codePointAt` gives a lone surrogate's own value, as WTF-8 encodes it.
+  return a.codePointAt(start)! - b.codePointAt(start)!
+}

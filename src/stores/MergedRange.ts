@@ -4,8 +4,13 @@
  * are taken and sorted when the call is made; the committed entries are pulled one by one, so a
  * range costs memory for the changes in it, not for the range. A committed entry whose key has a
  * change is replaced by it; a `removed` change hides it.
+ *
+ * The changes are ordered and bounded with `compareKeys`, LMDB's order, not JavaScript's `<`: the
+ * merge interleaves them with LMDB's entries, so a different order would skip or repeat entries
+ * of a paged range and make a limited read answer differently before and after the commit.
  */
 import type { Entry, KeyRange, StoreView } from "./Checkpoint.ts"
+import { compareKeys } from "./KeyCodec.ts"
 
 /** The value of a change that removes its key. */
 export const removed: unique symbol = Symbol("removed")
@@ -22,11 +27,15 @@ export const mergedRange = (
   range: KeyRange,
 ): Iterable<Entry> => {
   const changed = new Map<string, unknown>()
-  for (const key of keys) if (key >= range.start && key < range.end) changed.set(key, valueAt(key))
+  for (const key of keys) {
+    if (compareKeys(key, range.start) >= 0 && compareKeys(key, range.end) < 0) changed.set(key, valueAt(key))
+  }
   if (changed.size === 0) return base.getRange(range)
-  const sorted = [...changed.keys()].sort()
+  const sorted = [...changed.keys()].sort(compareKeys)
   if (range.reverse) sorted.reverse()
-  const before = range.reverse ? (a: string, b: string) => a > b : (a: string, b: string) => a < b
+  const before = range.reverse
+    ? (a: string, b: string) => compareKeys(a, b) > 0
+    : (a: string, b: string) => compareKeys(a, b) < 0
   const limit = range.limit ?? Number.POSITIVE_INFINITY
   return {
     *[Symbol.iterator]() {
