@@ -2,17 +2,22 @@
  * Idempotent commands: a command sent with an idempotency key is applied at most once, and every
  * repeat of it gets the first reply — across reconnects and across a crash of the daemon.
  *
- * When a command with key K succeeds with events, the store writes, in the same WAL batch as its
- * events, an idempotency record {K, reply, at}; replay restores it with the data, so after any
- * crash the record exists exactly when the write does. A later command with key K finds the
+ * When a command with key K succeeds with events, its last event's WAL record also carries an
+ * idempotency record {K, reply, at} (record type `eventWithReplyRecordType`); replay restores it
+ * with the data, so after any crash the record exists exactly when the write does. It takes no
+ * WAL sequence of its own: the sequences of published events stay gap-free, which is how
+ * subscribers tell that the bus dropped events (logs written before this kept it as a record of
+ * its own, `idempotencyRecordType`, still read on replay). A later command with key K finds the
  * record (in the batch overlay or the committed state) and is answered from it without being
  * decided again. Commands are processed one batch at a time, in order, so a repeat always sees
  * the record of the first. Records older than `idempotencyTtlMs` are pruned at checkpoints.
  */
 import type { KeyRange, StoreView } from "./Checkpoint.ts"
 
-/** WAL record type of an idempotency record (events are type 1). */
+/** WAL record type of a stand-alone idempotency record, as older logs hold them (events are type 1). */
 export const idempotencyRecordType = 2
+/** WAL record type of a command's last event carrying its idempotency record: `{ event, remember }`. */
+export const eventWithReplyRecordType = 3
 /** How long a key is remembered. */
 export const idempotencyTtlMs = 24 * 60 * 60 * 1000
 /** Longest idempotency key, in UTF-16 code units. */

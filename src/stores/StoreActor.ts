@@ -40,6 +40,7 @@ import { type CommittedEvent, EventBus } from "../actors/EventBus.ts"
 import { type Checkpoint, openCheckpoint, type StoreView } from "./Checkpoint.ts"
 import { CommitQueue } from "./CommitQueue.ts"
 import {
+  eventWithReplyRecordType,
   expiredKeys,
   type IdempotencyRecord,
   idempotencyKeyLengthMax,
@@ -255,7 +256,10 @@ export const makeStore = <Command, Event, Reply, Failure>(
       for (const record of records) {
         const payload = JSON.parse(Buffer.from(record.payload).toString("utf8"))
         if (record.type === idempotencyRecordType) remembered.push(payload as IdempotencyRecord)
-        else batch.push({ seq: record.seq, event: decodeEvent(payload) })
+        else if (record.type === eventWithReplyRecordType) {
+          batch.push({ seq: record.seq, event: decodeEvent(payload.event) })
+          remembered.push(payload.remember as IdempotencyRecord)
+        } else batch.push({ seq: record.seq, event: decodeEvent(payload) })
         if (record.flags & batchEndFlag) {
           const events = batch
           const records = remembered
@@ -378,15 +382,20 @@ export const makeStore = <Command, Event, Reply, Failure>(
           if (remembered !== undefined) return Result.succeed({ reply: remembered.reply as Reply })
           const outcome = definition.decide(envelope.command, overlay, context)
           if (Result.isFailure(outcome)) return outcome
-          for (const event of outcome.success.events) {
+          const { events } = outcome.success
+          // A keyed command's reply rides on its last event's record (Idempotency.ts).
+          const last = key === undefined ? events.length : events.length - 1
+          for (let index = 0; index < events.length; index++) {
+            const event = events[index]!
             definition.apply(event, overlay)
-            const payload = JSON.stringify(encodeEvent(event))
-            entries.push({ type: eventRecordType, payload, event })
-          }
-          if (key !== undefined && outcome.success.events.length > 0) {
-            const record: IdempotencyRecord = { key, reply: outcome.success.reply, at: now }
-            overlay.put(idempotencyStateKey(key), record)
-            entries.push({ type: idempotencyRecordType, payload: JSON.stringify(record) })
+            if (index !== last) {
+              entries.push({ type: eventRecordType, payload: JSON.stringify(encodeEvent(event)), event })
+              continue
+            }
+            const remember: IdempotencyRecord = { key: key!, reply: outcome.success.reply, at: now }
+            overlay.put(idempotencyStateKey(key!), remember)
+            const payload = JSON.stringify({ event: encodeEvent(event), remember })
+            entries.push({ type: eventWithReplyRecordType, payload, event })
           }
           return outcome
         })

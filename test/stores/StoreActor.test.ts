@@ -10,7 +10,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "n
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer, Option, PubSub, Scope } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Option, PubSub, References, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import * as EventBus from "../../src/actors/EventBus.ts"
 import { openCheckpoint } from "../../src/stores/Checkpoint.ts"
@@ -24,6 +24,7 @@ import {
   segmentHeaderBytes,
 } from "../../src/stores/WalRecord.ts"
 import { type KvCommand, type KvRejected, kvStore, readAll } from "../support/KvStore.ts"
+import * as Sim from "../support/SimulatedDisk.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -410,6 +411,72 @@ describe("StoreActor on the real file system", () => {
         [[1, "elsewhere"]],
       )
     }).pipe(Effect.provide(storeLayer)),
+  )
+
+  it.live(
+    "keyed writes keep the event sequences gap-free; a repeat gets the first reply, before and after a crash",
+    () =>
+      Effect.gen(function* () {
+        const dir = yield* tempDir
+        const disk = new Sim.SimulatedDisk({ seed: 3 })
+        const options = optionsFor(dir)
+        yield* Effect.scoped(
+          Effect.gen(function* () {
+            const bus = yield* EventBus.EventBus
+            const subscription = yield* bus.subscribe
+            const store = yield* makeStore(kvStore(), options)
+            for (const i of range(1, 3)) yield* store.send(put(`k${i}`), { idempotencyKey: `client:${i}` })
+            // The same key again, with another command: answered from the record, nothing applied.
+            assert.deepStrictEqual(yield* store.send(put("k1", "other"), { idempotencyKey: "client:1" }), {
+              changed: true,
+            })
+            assert.deepStrictEqual(
+              (yield* PubSub.takeUpTo(subscription, 100)).map((event) => event.seq),
+              [1, 2, 3],
+            )
+            assert.strictEqual((yield* store.read(readAll)).k1, "v-k1")
+            disk.crashAfter(0) // the power goes: the WAL is never released
+          }).pipe(Effect.provide(Layer.merge(EventBus.layer, Sim.layer(disk)))),
+        )
+        const rebooted = disk.crash()
+        // As if the power had gone before LMDB committed anything: the store comes back from the WAL alone.
+        rmSync(join(dir, "lmdb"), { recursive: true, force: true })
+        const after = yield* Effect.scoped(
+          Effect.gen(function* () {
+            const store = yield* makeStore(kvStore(), options)
+            const reply = yield* store.send(put("k2", "other"), { idempotencyKey: "client:2" })
+            return { reply, state: yield* store.read(readAll), replayed: store.health().recovery?.records }
+          }).pipe(Effect.provide(Layer.merge(EventBus.layer, Sim.layer(rebooted)))),
+        )
+        assert.strictEqual(after.replayed, 3)
+        assert.deepStrictEqual(after.reply, { changed: true })
+        assert.deepStrictEqual(after.state, { k1: "v-k1", k2: "v-k2", k3: "v-k3" })
+      }).pipe(Effect.provideService(References.MinimumLogLevel, "None")),
+  )
+
+  it.live("a log written before idempotency records rode on events still replays them (stand-alone records)", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const now = Date.now()
+      yield* Effect.scoped(
+        Effect.gen(function* () {
+          const { wal } = yield* openLocalWal({ dir: join(dir, "wal"), segmentBytesMax: 1 << 20, replayAfterSeq: 0 })
+          yield* wal.appendBatch([
+            { type: 1, payload: JSON.stringify({ _tag: "Stored", key: "old", value: "v-old", at: now }) },
+            { type: 2, payload: JSON.stringify({ key: "client:9", reply: { changed: true }, at: now }) },
+          ])
+          yield* wal.close()
+        }).pipe(Effect.provide(layerNode)),
+      )
+      const after = yield* Effect.scoped(
+        Effect.gen(function* () {
+          const store = yield* makeStore(kvStore(), optionsFor(dir))
+          const reply = yield* store.send(put("old", "other"), { idempotencyKey: "client:9" })
+          return { reply, state: yield* store.read(readAll) }
+        }).pipe(Effect.provide(storeLayer)),
+      )
+      assert.deepStrictEqual(after, { reply: { changed: true }, state: { old: "v-old" } })
+    }),
   )
 
   it.live("a subscriber that sees an event can read its effect", () =>
