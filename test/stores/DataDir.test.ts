@@ -155,20 +155,23 @@ describe("the data directory lock", () => {
       ...extra,
     })
 
-    it("takes over a lock whose pid now belongs to another process (another start tick)", async () => {
-      const dir = tempDir()
+    /** Runs `body` with the pid of a live process (not this one), ended after. */
+    const withLiveProcess = async (body: (pid: number) => Promise<void>) => {
       const other = spawn(process.execPath, ["-e", "setTimeout(() => {}, 60000)"], { stdio: "ignore" })
       try {
-        const pid = other.pid!
-        writeFileSync(
-          join(dir, lockFileName),
-          JSON.stringify(lockOf(pid, { bootId: bootId(), processStart: startOf(pid) - 1 })),
-        )
-        await takesOver(dir)
+        await body(other.pid!)
       } finally {
         other.kill()
       }
-    })
+    }
+
+    it("takes over a lock whose pid now belongs to another process (another start tick)", () =>
+      withLiveProcess(async (pid) => {
+        const dir = tempDir()
+        const lock = lockOf(pid, { bootId: bootId(), processStart: startOf(pid) - 1 })
+        writeFileSync(join(dir, lockFileName), JSON.stringify(lock))
+        await takesOver(dir)
+      }))
 
     it("takes over a lock left before a reboot (another boot id), whatever owns its pid now", async () => {
       const dir = tempDir()
@@ -188,21 +191,16 @@ describe("the data directory lock", () => {
       await takesOver(dir)
     })
 
-    it("still refuses a lock whose process is the one that took it", async () => {
-      const dir = tempDir()
-      const other = spawn(process.execPath, ["-e", "setTimeout(() => {}, 60000)"], { stdio: "ignore" })
-      try {
-        const pid = other.pid!
+    it("still refuses a lock whose process is the one that took it", () =>
+      withLiveProcess(async (pid) => {
+        const dir = tempDir()
         writeFileSync(
           join(dir, lockFileName),
           JSON.stringify(lockOf(pid, { bootId: bootId(), processStart: startOf(pid) })),
         )
         const exit = await Effect.runPromiseExit(Effect.scoped(lockDataDir(dir, "successor")))
         expect(Exit.isFailure(exit) && String(exit.cause)).toContain(`in use by mnemos process ${pid}`)
-      } finally {
-        other.kill()
-      }
-    })
+      }))
   })
 
   it("processes starting at once over a stale lock: exactly one takes it, the others name that one", async () => {
