@@ -14,6 +14,10 @@
  *   id whose answer it swallows) before resending, so the new session is initialized as before.
  * - Buffers are bounded (`shimBufferedMessagesMax`); a request beyond the bound is answered with
  *   an error at once instead of growing memory.
+ * - While the port is held by the daemon of another data directory (a setting waiting cannot fix),
+ *   requests never sent to a daemon are answered with that error at once, instead of waiting
+ *   unanswered; a request already sent keeps waiting for the daemon of its data directory, which
+ *   may have applied it. The shim keeps looking, in case that port is freed.
  */
 import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
@@ -66,20 +70,38 @@ export const runShim = async (config: ShimConfig): Promise<void> => {
   let closed = false
   let handshakeId: string | undefined
   let handshakes = 0
+  /** Ids of pending requests sent to a daemon at least once (it may have applied them). */
+  const sent = new Set<Id>()
+  /** Why no daemon of this data directory can be reached, when waiting cannot help. */
+  let refusal: string | undefined
 
   const toClient = (message: JSONRPCMessage) => void stdio.send(message).catch(() => undefined)
   const refuse = (id: Id, message: string) => toClient({ jsonrpc: "2.0", id, error: { code: -32000, message } })
   const sendUp = (message: JSONRPCMessage) => upstream?.send(JSON.stringify(message))
+  const sendRequest = (request: JSONRPCMessage & { id: Id }) => {
+    sent.add(request.id)
+    sendUp(request)
+  }
+  /** Answers every pending request no daemon has seen with `why`: nothing applied them. */
+  const refuseUnsent = (why: string) => {
+    for (const id of [...pending.keys()]) {
+      if (sent.has(id)) continue
+      pending.delete(id)
+      refuse(id, why)
+    }
+    if (pending.size === 0) queued = []
+  }
 
   const fromDaemon = (message: JSONRPCMessage) => {
     if (isResponse(message)) {
       if (message.id === handshakeId) {
         handshakeId = undefined
         sendUp({ jsonrpc: "2.0", method: "notifications/initialized" })
-        for (const request of pending.values()) sendUp(request)
+        for (const request of pending.values()) sendRequest(request as JSONRPCMessage & { id: Id })
         flushQueued()
         return
       }
+      sent.delete(message.id)
       if (!pending.delete(message.id)) return // already answered once
       if (initialize !== undefined && message.id === initialize.id) initialized = true
     }
@@ -94,18 +116,20 @@ export const runShim = async (config: ShimConfig): Promise<void> => {
 
   const onOpen = () => {
     connected = true
+    refusal = undefined
     if (initialized && initialize !== undefined) {
       // A new session on the daemon: replay the handshake first, then resend what is pending.
       handshakeId = `mnemos-shim-handshake-${++handshakes}`
       sendUp({ ...initialize, id: handshakeId })
       return
     }
-    for (const request of pending.values()) sendUp(request)
+    for (const request of pending.values()) sendRequest(request as JSONRPCMessage & { id: Id })
     flushQueued()
   }
 
   stdio.onmessage = (message) => {
     if (isRequest(message)) {
+      if (refusal !== undefined && !connected) return refuse(message.id, refusal)
       if (message.method === "initialize") initialize = message
       if (pending.size + queued.length >= shimBufferedMessagesMax) {
         return refuse(
@@ -114,7 +138,7 @@ export const runShim = async (config: ShimConfig): Promise<void> => {
         )
       }
       pending.set(message.id, message)
-      if (connected && handshakeId === undefined) sendUp(message)
+      if (connected && handshakeId === undefined) sendRequest(message)
       return
     }
     if (connected && handshakeId === undefined) return sendUp(message)
@@ -151,7 +175,10 @@ export const runShim = async (config: ShimConfig): Promise<void> => {
     const wanted = { host: config.host ?? defaultHost, port: config.port ?? defaultPort }
     const occupant = await ping(wanted.host, wanted.port)
     if (occupant !== undefined && occupant.dataDir !== config.dataDir) {
-      log(`port ${wanted.port} serves another data directory (${occupant.dataDir}); pass --port to use another`)
+      const why = `port ${wanted.port} serves another data directory (${occupant.dataDir}); pass --port to use another`
+      if (refusal === undefined) log(why)
+      refusal = `the mnemos daemon for ${config.dataDir} cannot start: ${why}`
+      refuseUnsent(refusal)
       return undefined
     }
     if (occupant === undefined) startDaemon(wanted.host, wanted.port)

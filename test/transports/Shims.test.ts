@@ -14,6 +14,7 @@ import {
   freePort,
   isAlive,
   type RawShim,
+  startDaemon,
   startRawShim,
   tempDir,
 } from "./harness.ts"
@@ -23,6 +24,21 @@ afterAll(cleanup)
 const range = (count: number) => Array.from({ length: count }, (_, index) => index)
 
 describe("mnemos mcp (the stdio shim)", () => {
+  it("its port held by the daemon of another data directory: requests are answered with that error at once, none hangs", async () => {
+    const daemon = await startDaemon()
+    const elsewhere = tempDir()
+    const shim = await startRawShim(elsewhere, daemon.port)
+    const errorOf = (answer: JSONRPCMessage | undefined) =>
+      (answer as { error?: { message: string } } | undefined)?.error?.message ?? `no error in ${JSON.stringify(answer)}`
+    // The handshake itself is answered, with the reason.
+    expect(errorOf(shim.answers.get("r1")?.[0])).toContain(
+      `port ${daemon.port} serves another data directory (${daemon.dataDir})`,
+    )
+    const call = await shim.request("tools/call", { name: "read_graph", arguments: {} })
+    expect(errorOf(call)).toContain("pass --port to use another")
+    await shim.close()
+  })
+
   it("two shims started at once share one daemon they start themselves; 2 × 10 concurrent create_entities all land", async () => {
     const dataDir = tempDir()
     const port = await freePort()
