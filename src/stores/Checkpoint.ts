@@ -97,7 +97,13 @@ const dataView = (data: Database<unknown, string>): StoreView => ({
     if (first !== undefined && compareKeys(range.start, range.end) < 0) entries.push({ key: range.start, value: first })
     return range.limit === undefined ? entries : entries.slice(0, range.limit)
   },
-  count: (range) => data.getKeysCount({ start: range.start, end: range.end }),
+  count: (range) => {
+    if (range.limit === undefined) return data.getKeysCount({ start: range.start, end: range.end })
+    // lmdb-js's count ignores a limit: count the keys, stopping at it.
+    let counted = 0
+    for (const _ of data.getKeys({ start: range.start, end: range.end, limit: range.limit })) counted++
+    return counted
+  },
 })
 
 /** Opens (creating) the checkpoint environment at `path`. */

@@ -155,4 +155,27 @@ describe("mergedRange over LMDB", () => {
       rmSync(dir, { recursive: true, force: true })
     }
   })
+
+  it("a count honours the range's limit, with or without pending changes", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "mnemos-merged-range-"))
+    const checkpoint = await Effect.runPromise(openCheckpoint(dir))
+    try {
+      await checkpoint.commit(
+        ["a", "b", "c", "d", "e"].map((key): Change => [`${prefix}${key}`, key]),
+        1,
+        7,
+      )
+      const limited = { ...all, limit: 2 }
+      assert.strictEqual(checkpoint.view.count(limited), 2)
+      assert.strictEqual(checkpoint.view.count(all), 5)
+      const view = new PendingView(checkpoint.view)
+      assert.strictEqual(view.count(limited), 2)
+      view.add([[`${prefix}f`, "f"]], 1)
+      assert.strictEqual(view.count(limited), 2)
+      assert.strictEqual(view.count(all), 6)
+    } finally {
+      await checkpoint.close()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
 })
