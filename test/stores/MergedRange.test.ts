@@ -10,7 +10,13 @@ import { join } from "node:path"
 import { Effect } from "effect"
 import fc from "fast-check"
 import { assert, describe, it } from "vitest"
-import { type Change, type KeyRange, openCheckpoint, type StoreView } from "../../src/stores/Checkpoint.ts"
+import {
+  type Change,
+  type Checkpoint,
+  type KeyRange,
+  openCheckpoint,
+  type StoreView,
+} from "../../src/stores/Checkpoint.ts"
 import { CommitQueue } from "../../src/stores/CommitQueue.ts"
 import { compareKeys, encodeKey } from "../../src/stores/KeyCodec.ts"
 import { PendingView } from "../../src/stores/PendingView.ts"
@@ -57,6 +63,18 @@ describe("compareKeys", () => {
   })
 })
 
+/** Runs `body` with a real LMDB checkpoint in a temporary directory, closed and removed after. */
+const withCheckpoint = async (body: (checkpoint: Checkpoint) => Promise<void>) => {
+  const dir = mkdtempSync(join(tmpdir(), "mnemos-merged-range-"))
+  const checkpoint = await Effect.runPromise(openCheckpoint(dir))
+  try {
+    await body(checkpoint)
+  } finally {
+    await checkpoint.close()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
 const prefix = "s\u0000"
 const all: KeyRange = { start: prefix, end: "s\u0001" }
 
@@ -77,10 +95,8 @@ const pagedKeys = (view: StoreView, range: KeyRange, pagesMax = 100): Array<stri
 }
 
 describe("mergedRange over LMDB", () => {
-  it("pages through pending and committed keys in the order LMDB has them after the commit", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "mnemos-merged-range-"))
-    const checkpoint = await Effect.runPromise(openCheckpoint(dir))
-    try {
+  it("pages through pending and committed keys in the order LMDB has them after the commit", () =>
+    withCheckpoint(async (checkpoint) => {
       const committed: Array<Change> = [
         "a",
         "\uff01fullwidth",
@@ -127,16 +143,10 @@ describe("mergedRange over LMDB", () => {
       })
       // Not a vacuous match: the full range holds every live key.
       assert.strictEqual(beforeCommit[0]!.paged.length, committed.length + pending.length - 3)
-    } finally {
-      await checkpoint.close()
-      rmSync(dir, { recursive: true, force: true })
-    }
-  })
+    }))
 
-  it("a reverse range of LMDB alone holds its start key exactly when the start sorts below the end in LMDB's order", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "mnemos-merged-range-"))
-    const checkpoint = await Effect.runPromise(openCheckpoint(dir))
-    try {
+  it("a reverse range of LMDB alone holds its start key exactly when the start sorts below the end in LMDB's order", () =>
+    withCheckpoint(async (checkpoint) => {
       const [fullwidth, emoji] = [`${prefix}\uff01`, `${prefix}\u{1f600}`]
       await checkpoint.commit(
         [
@@ -150,16 +160,10 @@ describe("mergedRange over LMDB", () => {
       // U+FF01 sorts below U+1F600 in LMDB (JavaScript's `<` says the opposite).
       assert.deepStrictEqual(keysOf({ start: fullwidth, end: emoji, reverse: true }), [fullwidth])
       assert.deepStrictEqual(keysOf({ start: emoji, end: fullwidth, reverse: true }), [])
-    } finally {
-      await checkpoint.close()
-      rmSync(dir, { recursive: true, force: true })
-    }
-  })
+    }))
 
-  it("a count honours the range's limit, with or without pending changes", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "mnemos-merged-range-"))
-    const checkpoint = await Effect.runPromise(openCheckpoint(dir))
-    try {
+  it("a count honours the range's limit, with or without pending changes", () =>
+    withCheckpoint(async (checkpoint) => {
       await checkpoint.commit(
         ["a", "b", "c", "d", "e"].map((key): Change => [`${prefix}${key}`, key]),
         1,
@@ -173,9 +177,5 @@ describe("mergedRange over LMDB", () => {
       view.add([[`${prefix}f`, "f"]], 1)
       assert.strictEqual(view.count(limited), 2)
       assert.strictEqual(view.count(all), 6)
-    } finally {
-      await checkpoint.close()
-      rmSync(dir, { recursive: true, force: true })
-    }
-  })
+    }))
 })
