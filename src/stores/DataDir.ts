@@ -206,18 +206,27 @@ const processStart = (pid: number): number | undefined => {
   }
 }
 
-/** This process as a lock's owner. */
-const thisProcess = (command: string): LockOwner => {
+/** What tells this process from every other, past or present: pid, host, boot, start tick. */
+const thisProcessIdentity = (): Pick<LockOwner, "pid" | "host" | "bootId" | "processStart"> => {
   const boot = bootId()
   const start = processStart(process.pid)
   return {
     pid: process.pid,
     host: hostname(),
-    startedAt: new Date().toISOString(),
-    command,
     ...(boot !== undefined ? { bootId: boot } : {}),
     ...(start !== undefined ? { processStart: start } : {}),
   }
+}
+
+/** Whether `owner` is this very process (not an earlier one that had the same pid). */
+const isThisProcess = (owner: LockOwner): boolean => {
+  const self = thisProcessIdentity()
+  return (
+    owner.pid === self.pid &&
+    owner.host === self.host &&
+    owner.bootId === self.bootId &&
+    owner.processStart === self.processStart
+  )
 }
 
 /** Reads the lock's owner, or undefined when there is no (readable) lock. */
@@ -233,7 +242,7 @@ export const readLockOwner = (dir: string): LockOwner | undefined => {
 export const isOwnerHere = (owner: LockOwner): boolean => {
   if (owner.host !== hostname()) return false
   // Our own pid: this process, or an earlier one that had it (a container restarted, say).
-  if (owner.pid === process.pid) return owner.bootId === bootId() && owner.processStart === processStart(process.pid)
+  if (owner.pid === process.pid) return isThisProcess(owner)
   const boot = bootId()
   if (owner.bootId !== undefined && boot !== undefined && owner.bootId !== boot) return false
   if (!isAlive(owner.pid)) return false
@@ -247,12 +256,16 @@ export const isOwnerHere = (owner: LockOwner): boolean => {
  */
 export const isOwnerAlive = (owner: LockOwner): boolean => owner.host !== hostname() || isOwnerHere(owner)
 
-/** Whether `owner` is this very process (not an earlier one that had the same pid). */
-const isThisProcess = (owner: LockOwner, self: LockOwner): boolean =>
-  owner.pid === self.pid &&
-  owner.host === self.host &&
-  owner.bootId === self.bootId &&
-  owner.processStart === self.processStart
+/** Writes `text` to a new file at `path` (EEXIST when there is one) and syncs it. */
+const writeNewSynced = (path: string, text: string): void => {
+  const fd = fs.openSync(path, "wx", 0o600)
+  try {
+    fs.writeSync(fd, text)
+    fs.fsyncSync(fd)
+  } finally {
+    fs.closeSync(fd)
+  }
+}
 
 /**
  * Creates `path` holding `owner`, whole, unless it exists: the record is written and synced under a
@@ -262,13 +275,7 @@ const isThisProcess = (owner: LockOwner, self: LockOwner): boolean =>
 const tryCreate = (path: string, owner: LockOwner): boolean => {
   const text = JSON.stringify(owner)
   const temporary = `${path}.new-${process.pid}-${randomBytes(4).toString("hex")}`
-  fs.writeFileSync(temporary, text, { mode: 0o600, flag: "wx" })
-  const fd = fs.openSync(temporary, "r")
-  try {
-    fs.fsyncSync(fd)
-  } finally {
-    fs.closeSync(fd)
-  }
+  writeNewSynced(temporary, text)
   try {
     fs.linkSync(temporary, path)
     return true
@@ -279,20 +286,13 @@ const tryCreate = (path: string, owner: LockOwner): boolean => {
   } finally {
     fs.rmSync(temporary, { force: true })
   }
-  let fd2: number
   try {
-    fd2 = fs.openSync(path, "wx", 0o600)
+    writeNewSynced(path, text)
+    return true
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "EEXIST") return false
     throw error
   }
-  try {
-    fs.writeSync(fd2, text)
-    fs.fsyncSync(fd2)
-  } finally {
-    fs.closeSync(fd2)
-  }
-  return true
 }
 
 /** Blocks this thread for `ms` (start-up only: waiting for another taker to finish). */
@@ -367,7 +367,7 @@ const takeOver = (dir: string, judged: string, self: LockOwner): void => {
 const acquire = (dir: string, command: string): LockOwner => {
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
   const lockPath = join(dir, lockFileName)
-  const owner = thisProcess(command)
+  const owner: LockOwner = { ...thisProcessIdentity(), startedAt: new Date().toISOString(), command }
   for (let attempt = 0; attempt < takeoverAttemptsMax; attempt++) {
     if (tryCreate(lockPath, owner)) return owner
     let text: string
@@ -382,7 +382,7 @@ const acquire = (dir: string, command: string): LockOwner => {
     } catch {
       current = undefined
     }
-    if (current !== undefined && isThisProcess(current, owner)) {
+    if (current !== undefined && isThisProcess(current)) {
       throw new DataDirError({
         reason: "Locked",
         path: dir,

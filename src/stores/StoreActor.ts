@@ -279,18 +279,21 @@ export const makeStore = <Command, Event, Reply, Failure>(
       return applied
     }
 
+    /** Opens (recovers) the store's WAL, cutting every record above `ackedSeq` when it is known. */
+    const openWal = (replayAfterSeq: number, salt: number | undefined) =>
+      openLocalWal({
+        dir: `${options.dir}/wal`,
+        segmentBytesMax: options.walSegmentBytesMax,
+        preallocateBytes: options.walPreallocateBytes,
+        replayAfterSeq,
+        ...(salt !== undefined ? { salt } : {}),
+        ...(ackedSeq !== undefined ? { discardAfterSeq: ackedSeq } : {}),
+      }).pipe(Effect.provideService(WalFs, fs))
+
     const open = Effect.gen(function* () {
       const checkpoint = yield* openCheckpoint(`${options.dir}/lmdb`)
       return yield* Effect.gen(function* () {
-        const knownSalt = checkpoint.salt()
-        const opened = yield* openLocalWal({
-          dir: `${options.dir}/wal`,
-          segmentBytesMax: options.walSegmentBytesMax,
-          preallocateBytes: options.walPreallocateBytes,
-          replayAfterSeq: checkpoint.appliedSeq(),
-          ...(knownSalt !== undefined ? { salt: knownSalt } : {}),
-          ...(ackedSeq !== undefined ? { discardAfterSeq: ackedSeq } : {}),
-        }).pipe(Effect.provideService(WalFs, fs))
+        const opened = yield* openWal(checkpoint.appliedSeq(), checkpoint.salt())
         const salt = opened.wal.stats().salt
         walSalt = salt
         const replayed = yield* Effect.try({
@@ -327,16 +330,8 @@ export const makeStore = <Command, Event, Reply, Failure>(
     const discardUnacknowledged: Effect.Effect<boolean> = Effect.suspend(() => {
       // Never opened: nothing was written.
       if (ackedSeq === undefined) return Effect.succeed(true)
-      return openLocalWal({
-        dir: `${options.dir}/wal`,
-        segmentBytesMax: options.walSegmentBytesMax,
-        preallocateBytes: options.walPreallocateBytes,
-        replayAfterSeq: ackedSeq,
-        discardAfterSeq: ackedSeq,
-        ...(walSalt !== undefined ? { salt: walSalt } : {}),
-      }).pipe(
+      return openWal(ackedSeq, walSalt).pipe(
         Effect.flatMap((opened) => opened.wal.close()),
-        Effect.provideService(WalFs, fs),
         Effect.as(true),
         Effect.catchCause(() => Effect.succeed(false)),
       )
@@ -346,6 +341,13 @@ export const makeStore = <Command, Event, Reply, Failure>(
       storeError(
         "WriteFailed",
         `the write failed and was rolled back; it was not applied (${cause ?? "unknown cause"})`,
+      )
+
+    /** For a failed batch that could not be cut from the log: the next open keeps it if it is whole. */
+    const undecidedError = (why: string, cause: string) =>
+      storeError(
+        "WriteFailed",
+        `the write failed and ${why}: whether it is applied is decided when the store next opens (${cause})`,
       )
 
     const checkpointNow = (incarnation: Incarnation, now: number) =>
@@ -683,9 +685,9 @@ export const makeStore = <Command, Event, Reply, Failure>(
             refusal = storeError("Unavailable", `cannot reopen after ${consecutiveFailures} attempts: ${lastError}`)
             yield* failAll(
               inFlight,
-              storeError(
-                "WriteFailed",
-                `the write failed and the store cannot reopen to roll it back: whether it is applied is decided when the store next opens (${inFlightCause ?? "unknown cause"}; reopening: ${lastError})`,
+              undecidedError(
+                "the store cannot reopen to roll it back",
+                `${inFlightCause ?? "unknown cause"}; reopening: ${lastError}`,
               ),
             )
             inFlight = []
@@ -763,10 +765,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
             failed,
             (yield* discardUnacknowledged)
               ? rolledBackError(failedCause)
-              : storeError(
-                  "WriteFailed",
-                  `the write failed and the store is shutting down without rolling it back: whether it is applied is decided when the store next opens (${failedCause ?? "unknown cause"})`,
-                ),
+              : undecidedError("the store is shutting down without rolling it back", failedCause ?? "unknown cause"),
           )
         }
         yield* ready.open

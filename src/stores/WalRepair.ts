@@ -20,6 +20,7 @@
 import * as fs from "node:fs"
 import { dirname, join, resolve } from "node:path"
 import { Deferred, Effect, Layer } from "effect"
+import { writeFileAtomic } from "../cli/AtomicFile.ts"
 import { openCheckpoint } from "./Checkpoint.ts"
 import { openLocalWal } from "./Wal.ts"
 import { type FsError, layerNode, WalFs } from "./WalFs.ts"
@@ -226,20 +227,6 @@ const syncCreatedDirs = (dir: string, firstCreated: string | undefined) => {
   }
 }
 
-/** Writes `path` so that after a crash it holds either nothing or all of `text`. */
-const writeFileDurably = (path: string, text: string) => {
-  const temp = `${path}.tmp`
-  const fd = fs.openSync(temp, "w", 0o600)
-  try {
-    fs.writeFileSync(fd, text)
-    fs.fsyncSync(fd)
-  } finally {
-    fs.closeSync(fd)
-  }
-  fs.renameSync(temp, path)
-  fsyncPath(dirname(path))
-}
-
 /**
  * The store generation of a segment's records, for when no header or checkpoint says it: that of
  * the first valid record from the segment's first sequence on (they follow its header).
@@ -287,7 +274,7 @@ export const repairStoreLog = (
     const after = yield* checkStoreLog(store, storeDir)
     const report: RepairReport = { store, damage, ...quarantined, after }
     yield* Effect.try({
-      try: () => writeFileDurably(join(quarantined.quarantine, "REPORT.json"), `${JSON.stringify(report, null, 2)}\n`),
+      try: () => writeFileAtomic(join(quarantined.quarantine, "REPORT.json"), [`${JSON.stringify(report, null, 2)}\n`]),
       catch: (error) => `writing the repair report of store "${store}" failed: ${message(error)}`,
     })
     if (after.state !== "ok" && after.state !== "torn-tail")

@@ -61,7 +61,7 @@ export const runShim = async (config: ShimConfig): Promise<void> => {
   const log = config.log ?? ((line: string) => process.stderr.write(`mnemos mcp: ${line}\n`))
   const clientId = randomBytes(16).toString("base64url")
   const stdio = new StdioServerTransport()
-  const pending = new Map<Id, JSONRPCMessage>()
+  const pending = new Map<Id, JSONRPCMessage & { id: Id }>()
   let queued: Array<JSONRPCMessage> = []
   let initialize: (JSONRPCMessage & { id: Id }) | undefined
   let initialized = false
@@ -97,7 +97,7 @@ export const runShim = async (config: ShimConfig): Promise<void> => {
       if (message.id === handshakeId) {
         handshakeId = undefined
         sendUp({ jsonrpc: "2.0", method: "notifications/initialized" })
-        for (const request of pending.values()) sendRequest(request as JSONRPCMessage & { id: Id })
+        for (const request of pending.values()) sendRequest(request)
         flushQueued()
         return
       }
@@ -123,7 +123,7 @@ export const runShim = async (config: ShimConfig): Promise<void> => {
       sendUp({ ...initialize, id: handshakeId })
       return
     }
-    for (const request of pending.values()) sendRequest(request as JSONRPCMessage & { id: Id })
+    for (const request of pending.values()) sendRequest(request)
     flushQueued()
   }
 
