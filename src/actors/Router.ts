@@ -8,16 +8,10 @@
  * corrupt log) does not stop the others.
  */
 import { Context, Effect, Layer, Schema, type Scope } from "effect"
-import {
-  defaultStoreOptions,
-  makeStore,
-  type Store,
-  type StoreHealth,
-  type StoreOptions,
-} from "../stores/StoreActor.ts"
 import type { AnyStoreDefinition, StoreDefinition } from "../stores/StoreDefinition.ts"
 import type { WalFs } from "../stores/WalFs.ts"
 import type { EventBus } from "./EventBus.ts"
+import { defaultStoreOptions, makeStore, type Store, type StoreHealth, type StoreOptions } from "./StoreActor.ts"
 
 /** A command the router could not deliver: unknown store, or arguments that do not decode. */
 export class RouterError extends Schema.TaggedError<RouterError>()("RouterError", {

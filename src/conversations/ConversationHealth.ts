@@ -6,7 +6,7 @@
  * mapping is documented in docs/tools.md, "Conversation memory"). Health never fails: a store that cannot
  * be read (corrupt, restarting) reports zero counts and `DEGRADED`.
  */
-import type { StoreHealth } from "../stores/StoreActor.ts"
+import type { StoreHealth } from "../actors/StoreActor.ts"
 import type { IndexStats } from "./ConversationIndex.ts"
 import { emptyStats, type Stats } from "./ConversationKeys.ts"
 

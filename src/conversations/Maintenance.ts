@@ -9,7 +9,7 @@
  * interrupted.)
  */
 import { Duration, Effect } from "effect"
-import type { Store, StoreError } from "../stores/StoreActor.ts"
+import type { Store, StoreError } from "../actors/StoreActor.ts"
 import type { ConversationCommand, ConversationFailure, ConversationReply } from "./ConversationStore.ts"
 import { type GenerationReply, readImportState } from "./Generations.ts"
 

@@ -14,7 +14,7 @@
  * never throws: values nested deeper than `nestingDepthMax` are replaced by a marker, which the
  * tool's schema then refuses.
  */
-import type { Store } from "../stores/StoreActor.ts"
+import type { Store } from "../actors/StoreActor.ts"
 import { builtinSecretPatterns, redactionMarker, type SecretPattern } from "./SecretPatterns.ts"
 
 /** Deeper values are replaced whole (no tool argument is anywhere near this deep). */

@@ -1,7 +1,7 @@
 /**
  * Checking a stopped store's log without changing it, and repairing a corrupt one explicitly.
  *
- * `checkStoreLog` runs the WAL's own recovery (`openLocalWal`) against a read-only view of the
+ * `checkStoreLog` runs the file WAL's own recovery (`openLocalWal`) against a read-only view of the
  * disk, so it judges exactly as a starting store would — corrupt, torn tail (that would be cut),
  * or fine — and changes no byte. It reads the checkpoint's applied sequence first, as the store
  * does, so segments already released below the checkpoint are not mistaken for a gap.
@@ -22,7 +22,7 @@ import { dirname, join, resolve } from "node:path"
 import { Deferred, Effect, Layer } from "effect"
 import { writeFileAtomic } from "../cli/AtomicFile.ts"
 import { openCheckpoint } from "./Checkpoint.ts"
-import { openLocalWal } from "./Wal.ts"
+import { openLocalWal } from "./FileWal.ts"
 import { type FsError, layerNode, WalFs } from "./WalFs.ts"
 import {
   batchEndFlag,

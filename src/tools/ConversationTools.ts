@@ -11,6 +11,7 @@
  */
 import { Effect, Result, Schema } from "effect"
 import { Router } from "../actors/Router.ts"
+import { StoreError } from "../actors/StoreActor.ts"
 import { healthReport } from "../conversations/ConversationHealth.ts"
 import { indexOf } from "../conversations/ConversationIndex.ts"
 import { switchesKey } from "../conversations/ConversationKeys.ts"
@@ -68,7 +69,6 @@ import {
   Ulid,
 } from "../conversations/Model.ts"
 import type { StoreView } from "../stores/Checkpoint.ts"
-import { StoreError } from "../stores/StoreActor.ts"
 import { inputSchemaOf, makeTool, type Tool, ToolError, type ToolOutput } from "./Tool.ts"
 
 /** Maps store and domain failures to the seed's error codes. */

@@ -7,6 +7,7 @@
  */
 import { Effect, Schema } from "effect"
 import { Router } from "../actors/Router.ts"
+import { StoreError } from "../actors/StoreActor.ts"
 import { openNodes, readGraph } from "../graph/GraphQueries.ts"
 import { entityDetails, graphNeighbors, graphSummary, neighborsLimitMax, summaryNamesMax } from "../graph/GraphReads.ts"
 import { GraphSearch } from "../graph/GraphSearch.ts"
@@ -24,7 +25,6 @@ import {
   SearchQuery,
 } from "../graph/Model.ts"
 import type { StoreView } from "../stores/Checkpoint.ts"
-import { StoreError } from "../stores/StoreActor.ts"
 import { type OfficialToolName, officialDeletionMessages, officialToolDefinition } from "./officialToolDefinitions.ts"
 import { inputSchemaOf, makeTool, type Tool, type ToolCaller, ToolError, type ToolOutput } from "./Tool.ts"
 

@@ -11,6 +11,7 @@ import { Effect, Layer, PubSub, Result, Schema } from "effect"
 import fc from "fast-check"
 import { ulid } from "ulid"
 import * as EventBus from "../../src/actors/EventBus.ts"
+import { defaultStoreOptions, makeStore } from "../../src/actors/StoreActor.ts"
 import { getByUnique, getRecord, listRecords } from "../../src/engineering/RecordQueries.ts"
 import {
   defineKind,
@@ -21,7 +22,6 @@ import {
   type StoredRecord,
 } from "../../src/engineering/RecordStore.ts"
 import type { Entry, KeyRange, StoreWriter } from "../../src/stores/Checkpoint.ts"
-import { defaultStoreOptions, makeStore } from "../../src/stores/StoreActor.ts"
 import { layerNode } from "../../src/stores/WalFs.ts"
 
 const noteKind = defineKind({

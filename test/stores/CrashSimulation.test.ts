@@ -40,7 +40,7 @@ import {
   type StoreError,
   type StoreHealth,
   type StoreOptions,
-} from "../../src/stores/StoreActor.ts"
+} from "../../src/actors/StoreActor.ts"
 import {
   batchEndFlag,
   decodeSegmentHeader,

@@ -21,7 +21,7 @@ import {
   type StoreError,
   type Store as StoreHandle,
   type StoreOptions,
-} from "../../src/stores/StoreActor.ts"
+} from "../../src/actors/StoreActor.ts"
 import { segmentFileName } from "../../src/stores/WalRecord.ts"
 import { type KvCommand, type KvRejected, kvStore, readAll } from "../support/KvStore.ts"
 import * as Sim from "../support/SimulatedDisk.ts"

@@ -33,7 +33,7 @@ import {
   type Store,
   type StoreError,
   type StoreOptions,
-} from "../../src/stores/StoreActor.ts"
+} from "../../src/actors/StoreActor.ts"
 import type { WalFs } from "../../src/stores/WalFs.ts"
 import { type KvCommand, type KvRejected, kvStore, readAll } from "../support/KvStore.ts"
 import * as Sim from "../support/SimulatedDisk.ts"

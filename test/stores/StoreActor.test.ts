@@ -13,9 +13,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Layer, Option, PubSub, References, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import * as EventBus from "../../src/actors/EventBus.ts"
+import { defaultStoreOptions, makeStore, type StoreError, type StoreOptions } from "../../src/actors/StoreActor.ts"
 import { openCheckpoint } from "../../src/stores/Checkpoint.ts"
-import { defaultStoreOptions, makeStore, type StoreError, type StoreOptions } from "../../src/stores/StoreActor.ts"
-import { openLocalWal } from "../../src/stores/Wal.ts"
+import { openLocalWal } from "../../src/stores/FileWal.ts"
 import { layerNode } from "../../src/stores/WalFs.ts"
 import {
   parseSegmentFileName,

@@ -20,7 +20,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { type Appended, type LocalWalOptions, openLocalWal, type WalError } from "../../src/stores/Wal.ts"
+import { type LocalWalOptions, openLocalWal } from "../../src/stores/FileWal.ts"
+import type { Appended, WalError } from "../../src/stores/Wal.ts"
 import { FsError, layerNode, WalFs } from "../../src/stores/WalFs.ts"
 import {
   batchEndFlag,

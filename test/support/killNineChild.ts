@@ -12,7 +12,7 @@
 import { writeSync } from "node:fs"
 import { Effect, Layer } from "effect"
 import * as EventBus from "../../src/actors/EventBus.ts"
-import { defaultStoreOptions, makeStore } from "../../src/stores/StoreActor.ts"
+import { defaultStoreOptions, makeStore } from "../../src/actors/StoreActor.ts"
 import { layerNode } from "../../src/stores/WalFs.ts"
 import { kvStore } from "./KvStore.ts"
 

@@ -1,0 +1,343 @@
+/**
+ * A store actor: one domain store made durable and supervised.
+ *
+ * The actor is the one owner of its store's kernel (src/stores/StoreKernel.ts: log, LMDB
+ * checkpoint, pending layer); nothing else writes them. Commands arrive in a bounded mailbox
+ * (Mailbox.ts); the actor takes up to `batchCommandsMax` at a time and serves them by group commit,
+ * pipelined (BatchPipeline.ts): one durable write per batch, every caller answered after the write
+ * that covers it. An acknowledged write is durable in the log; until its LMDB commit finishes, reads
+ * see it through the pending layer. Reads are LMDB read transactions plus that small layer and never
+ * wait for the writer.
+ *
+ * Supervision. A defect anywhere in a batch (a bug in `decide`/`apply`, a failed write or
+ * fdatasync, a failed LMDB commit) ends the running incarnation only. The supervisor closes the log
+ * and LMDB, waits (exponential backoff), and reopens from disk with the last acknowledged sequence,
+ * so a failed batch that reached the disk is cut away and the error its callers get ("not applied")
+ * is true. The failed batch's callers are answered after that reopen (or, when reopening fails,
+ * after the log alone is cut: `discardUnacknowledged`); where no cut can be made, they are told that
+ * the next open decides. Commands still in the mailbox stay there and are served by the new
+ * incarnation. Each restart is counted. A store whose log is corrupt does not restart: it refuses
+ * every call with a `Corrupt` error naming file and offset, and the other stores keep serving.
+ * After `failFastAfterRestarts` consecutive failed reopens (say a disk that stays broken), waiting
+ * callers are failed with `Unavailable` instead of waiting, while reopening goes on with capped
+ * backoff.
+ *
+ * Shutdown (closing the scope): new calls are refused with `ShuttingDown`, the batch in flight
+ * finishes, every command already in the mailbox is processed and answered, LMDB is flushed and
+ * both files are closed. A batch whose write failed (then, or before, waiting for its restart) is
+ * answered after the log is cut, as above.
+ */
+import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, Latch, Schema, type Scope } from "effect"
+import type { StoreView } from "../stores/Checkpoint.ts"
+import { defaultPreallocateBytes } from "../stores/FileWal.ts"
+import { idempotencyKeyLengthMax } from "../stores/Idempotency.ts"
+import type { StoreDefinition } from "../stores/StoreDefinition.ts"
+import { type Incarnation, type KernelOptions, makeStoreKernel } from "../stores/StoreKernel.ts"
+import { type RecoveryReport, WalError, type WalStats } from "../stores/Wal.ts"
+import type { WalFs } from "../stores/WalFs.ts"
+import { BatchPipeline, type BatchSplit } from "./BatchPipeline.ts"
+import type { EventBus } from "./EventBus.ts"
+import { type Envelope, failAll, Mailbox } from "./Mailbox.ts"
+
+/** Limits and timings of one store actor. */
+export interface StoreOptions extends KernelOptions {
+  readonly mailboxCapacity: number
+  readonly batchCommandsMax: number
+  readonly restartBackoffMsBase: number
+  readonly restartBackoffMsMax: number
+  readonly failFastAfterRestarts: number
+  /**
+   * Whether commands taken at once are split into two pipelined batches (see BatchPipeline.ts):
+   * "adaptive" when the measured CPU per command says it pays, "always" (any two or more commands;
+   * tests use it to exercise the pipeline), "never".
+   */
+  readonly batchSplit: BatchSplit
+}
+
+/** Defaults used by the daemon; tests shrink them. */
+export const defaultStoreOptions: Omit<StoreOptions, "dir"> = {
+  mailboxCapacity: 4096,
+  batchCommandsMax: 256,
+  walSegmentBytesMax: 64 * 1024 * 1024,
+  walPreallocateBytes: defaultPreallocateBytes,
+  checkpointRecordsInterval: 20_000,
+  lmdbCommitIntervalMs: 1000,
+  lmdbCommitChangesMax: 4096,
+  lmdbCommitBytesMax: 16 * 1024 * 1024,
+  restartBackoffMsBase: 50,
+  restartBackoffMsMax: 30_000,
+  failFastAfterRestarts: 5,
+  batchSplit: "adaptive",
+}
+
+/** Why a store could not serve a call (as opposed to a domain failure of the command itself). */
+export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", {
+  store: Schema.String,
+  reason: Schema.Literals(["WriteFailed", "Unavailable", "Corrupt", "ShuttingDown"]),
+  message: Schema.String,
+}) {}
+
+/** A snapshot of a store's condition, for health reports. */
+export interface StoreHealth {
+  readonly name: string
+  readonly state: "starting" | "running" | "restarting" | "unavailable" | "corrupt" | "stopped"
+  readonly restarts: number
+  readonly lastError?: string
+  readonly recovery?: RecoveryReport
+  readonly appliedSeq: number
+  readonly mailboxDepth: number
+  readonly wal?: WalStats
+  readonly lmdbBytes?: number
+}
+
+/** A running store. */
+export interface Store<Command, Reply, Failure> {
+  readonly name: string
+  /**
+   * Sends a command; resolves once its events are durable and applied. With an idempotency key,
+   * a repeat of an already applied command is answered with the first reply and applied once.
+   */
+  readonly send: (command: Command, options?: SendOptions) => Effect.Effect<Reply, Failure | StoreError>
+  /** Runs `query` against the committed state (an LMDB read transaction). */
+  readonly read: <A>(query: (view: StoreView) => A) => Effect.Effect<A, StoreError>
+  readonly health: () => StoreHealth
+}
+
+/** Options of one send. */
+export interface SendOptions {
+  /** Applied at most once per key (see Idempotency.ts); at most `idempotencyKeyLengthMax` long. */
+  readonly idempotencyKey?: string | undefined
+}
+
+const describeCause = (cause: Cause.Cause<unknown>): string => {
+  const error = Cause.squash(cause)
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error)
+}
+
+/** Starts the supervised actor of `definition`; it stops (draining its mailbox) when the scope closes. */
+export const makeStore = <Command, Event, Reply, Failure>(
+  definition: StoreDefinition<Command, Event, Reply, Failure>,
+  options: StoreOptions,
+): Effect.Effect<Store<Command, Reply, Failure>, never, WalFs | EventBus | Scope.Scope> =>
+  Effect.gen(function* () {
+    type Env = Envelope<Command, Reply, Failure | StoreError>
+    const kernel = yield* makeStoreKernel(definition, options)
+    const mailbox = yield* Mailbox.make<Command, Reply, Failure | StoreError>(
+      options.mailboxCapacity,
+      options.batchCommandsMax,
+    )
+    const ready = yield* Latch.make(false)
+
+    let state: StoreHealth["state"] = "starting"
+    let current: Incarnation | undefined
+    let refusal: StoreError | undefined
+    let restarts = 0
+    let lastError: string | undefined
+    /** Why the batch in `mailbox.inFlight` failed, once it has. */
+    let inFlightCause: string | undefined
+    let committedSinceOpen = false
+    const pipeline = new BatchPipeline(
+      kernel,
+      mailbox,
+      options.batchSplit,
+      () => refusal === undefined,
+      () => {
+        committedSinceOpen = true
+      },
+    )
+
+    const storeError = (reason: StoreError["reason"], message: string) =>
+      new StoreError({ store: definition.name, reason, message: `store "${definition.name}": ${message}` })
+
+    const rolledBackError = (cause: string | undefined) =>
+      storeError(
+        "WriteFailed",
+        `the write failed and was rolled back; it was not applied (${cause ?? "unknown cause"})`,
+      )
+
+    /** For a failed batch that could not be cut from the log: the next open keeps it if it is whole. */
+    const undecidedError = (why: string, cause: string) =>
+      storeError(
+        "WriteFailed",
+        `the write failed and ${why}: whether it is applied is decided when the store next opens (${cause})`,
+      )
+
+    const checkpointNow = (incarnation: Incarnation) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => kernel.checkpoint(incarnation, now))
+
+    const backoff = (failures: number) =>
+      Effect.sleep(
+        Duration.millis(
+          Math.min(options.restartBackoffMsMax, options.restartBackoffMsBase * 2 ** Math.max(0, failures - 1)),
+        ),
+      )
+
+    const serve = (incarnation: Incarnation) =>
+      Effect.gen(function* () {
+        while (true) {
+          const batch = yield* mailbox.takeBatch()
+          yield* Effect.uninterruptible(pipeline.run(incarnation, batch, true))
+          // After the answers: a failed checkpoint restarts the actor but un-acknowledges nothing.
+          if (kernel.checkpointDue()) yield* Effect.uninterruptible(checkpointNow(incarnation))
+        }
+      })
+
+    /** Refuses every call from now on, because the log is damaged (see `mnemos repair`). */
+    const refuseForever = (refused: StoreError) =>
+      Effect.gen(function* () {
+        refusal = refused
+        state = "corrupt"
+        yield* ready.open
+        // Refuse, never strand: calls that raced past the refusal check still get an answer. The
+        // failed batch's fate is the damaged log's.
+        yield* failAll(mailbox.inFlight, refused)
+        mailbox.inFlight = []
+        yield* failAll(mailbox.takeAllRequeued(), refused)
+        return yield* Effect.forever(Effect.flatMap(mailbox.takeQueued(), (batch) => failAll(batch, refused)))
+      })
+
+    const supervise = Effect.gen(function* () {
+      let consecutiveFailures = 0
+      while (true) {
+        const opened = yield* Effect.exit(kernel.open)
+        // The failed batch is answered once it is rolled back: by the reopen, or, when reopening
+        // fails, by cutting the log alone. Until then its callers wait, as the mailbox does.
+        if (mailbox.inFlight.length > 0 && (Exit.isSuccess(opened) || (yield* kernel.discardUnacknowledged))) {
+          yield* failAll(mailbox.inFlight, rolledBackError(inFlightCause))
+          mailbox.inFlight = []
+        }
+        if (Exit.isFailure(opened)) {
+          const error = Cause.squash(opened.cause)
+          lastError = describeCause(opened.cause)
+          if (error instanceof WalError && (error.reason === "Corrupt" || error.reason === "GenerationMismatch")) {
+            return yield* refuseForever(storeError("Corrupt", error.message))
+          }
+          consecutiveFailures++
+          restarts++
+          if (consecutiveFailures >= options.failFastAfterRestarts) {
+            state = "unavailable"
+            refusal = storeError("Unavailable", `cannot reopen after ${consecutiveFailures} attempts: ${lastError}`)
+            yield* failAll(
+              mailbox.inFlight,
+              undecidedError(
+                "the store cannot reopen to roll it back",
+                `${inFlightCause ?? "unknown cause"}; reopening: ${lastError}`,
+              ),
+            )
+            mailbox.inFlight = []
+            yield* failAll(yield* mailbox.clearWaiting(), refusal)
+          } else {
+            state = "restarting"
+          }
+          yield* backoff(consecutiveFailures)
+          continue
+        }
+        committedSinceOpen = false
+        refusal = undefined
+        current = opened.value
+        state = "running"
+        yield* ready.open
+        const cause = yield* serve(opened.value).pipe(Effect.catchCause((cause) => Effect.succeed(cause)))
+        yield* ready.close
+        state = "restarting"
+        restarts++
+        lastError = describeCause(cause)
+        inFlightCause = lastError
+        current = undefined
+        yield* kernel.close(opened.value)
+        yield* Effect.logWarning(`store "${definition.name}" restarting after: ${lastError}`)
+        consecutiveFailures = committedSinceOpen ? 1 : consecutiveFailures + 1
+        if (consecutiveFailures >= options.failFastAfterRestarts) {
+          state = "unavailable"
+          refusal = storeError("Unavailable", `failed ${consecutiveFailures} times in a row: ${lastError}`)
+          yield* failAll(yield* mailbox.clearWaiting(), refusal)
+        }
+        yield* backoff(consecutiveFailures)
+      }
+    })
+
+    const supervisor = yield* Effect.forkDetach(supervise)
+
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function* () {
+        const wasRunning = state === "running"
+        state = "stopped"
+        refusal = storeError("ShuttingDown", "the store is shutting down")
+        yield* Fiber.interrupt(supervisor)
+        // Batches whose write failed (one waiting for its restart, or one failing below), answered
+        // once the log is closed and they are rolled back.
+        const failed: Array<Env> = [...mailbox.inFlight]
+        let failedCause = inFlightCause
+        mailbox.inFlight = []
+        yield* mailbox.end()
+        const incarnation = current
+        let healthy = incarnation !== undefined && wasRunning
+        // `clear` lets blocked senders in as it frees room, so drain until nothing is left.
+        for (let pending = yield* mailbox.clearWaiting(); pending.length > 0; pending = yield* mailbox.clearWaiting()) {
+          for (let start = 0; start < pending.length; start += options.batchCommandsMax) {
+            const batch = pending.slice(start, start + options.batchCommandsMax)
+            if (!healthy || incarnation === undefined) {
+              yield* failAll(batch, refusal)
+              continue
+            }
+            const exit = yield* Effect.exit(pipeline.run(incarnation, batch, false))
+            if (Exit.isFailure(exit)) {
+              healthy = false
+              failed.push(...batch)
+              failedCause = describeCause(exit.cause)
+              mailbox.inFlight = []
+            }
+          }
+        }
+        if (incarnation !== undefined && healthy) yield* Effect.exit(checkpointNow(incarnation))
+        if (incarnation !== undefined) yield* kernel.close(incarnation)
+        current = undefined
+        if (failed.length > 0) {
+          yield* failAll(
+            failed,
+            (yield* kernel.discardUnacknowledged)
+              ? rolledBackError(failedCause)
+              : undecidedError("the store is shutting down without rolling it back", failedCause ?? "unknown cause"),
+          )
+        }
+        yield* ready.open
+      }),
+    )
+
+    const send = (command: Command, sendOptions?: SendOptions): Effect.Effect<Reply, Failure | StoreError> =>
+      Effect.suspend(() => {
+        if (refusal !== undefined) return Effect.fail(refusal)
+        const idempotencyKey = sendOptions?.idempotencyKey
+        if (idempotencyKey !== undefined && idempotencyKey.length > idempotencyKeyLengthMax) {
+          return Effect.die(new Error(`idempotency key longer than ${idempotencyKeyLengthMax}`))
+        }
+        const reply = Deferred.makeUnsafe<Reply, Failure | StoreError>()
+        const envelope = { command, idempotencyKey, reply }
+        // Room in the mailbox (the usual case): in at once. Otherwise `offer` waits for room, or
+        // answers false once the mailbox has ended.
+        if (mailbox.offerUnsafe(envelope)) return Deferred.await(reply)
+        return Effect.flatMap(mailbox.offer(envelope), (accepted) =>
+          accepted
+            ? Deferred.await(reply)
+            : Effect.fail(refusal ?? storeError("ShuttingDown", "the store is shutting down")),
+        )
+      })
+
+    const read = <A>(query: (view: StoreView) => A): Effect.Effect<A, StoreError> =>
+      Effect.gen(function* () {
+        if (current === undefined && refusal === undefined) yield* ready.await
+        if (current === undefined) return yield* refusal ?? storeError("Unavailable", "the store is not open")
+        return query(current.view)
+      })
+
+    const health = (): StoreHealth => ({
+      name: definition.name,
+      state,
+      restarts,
+      mailboxDepth: mailbox.size(),
+      ...(lastError !== undefined ? { lastError } : {}),
+      ...kernel.health(current),
+    })
+
+    return { name: definition.name, send, read, health } satisfies Store<Command, Reply, Failure>
+  })

@@ -1,0 +1,340 @@
+/**
+ * The durable kernel of one store: how a domain store's commands become log records and state, and
+ * how that state is recovered. The actor runtime (src/actors/StoreActor.ts) decides *when* each step
+ * runs; this module is *what* each step does to the log and the checkpoint.
+ *
+ * Owns, across restarts of the store, the facts about its log: the last acknowledged sequence
+ * (`ackedSeq`), the store generation (`salt`) and what recovery found. Each open (`open`) is an
+ * `Incarnation`: the LMDB checkpoint, the log (`Wal`), the pending layer readers see (`PendingView`)
+ * and the queue of LMDB commits (`CommitQueue`).
+ *
+ * The steps of a batch:
+ * - `prepare` decides every command against an overlay (a command sees the ones before it),
+ *   remembers keyed replies (Idempotency.ts) and encodes the WAL entries; it writes nothing.
+ * - `queueWrite` queues the entries' one durable write.
+ * - `commit`, once the write is durable, makes the changes readable, queues them for LMDB and
+ *   publishes the events. `ackedSeq` moves only here, so a failure before it leaves the batch
+ *   unacknowledged and the next open cuts it from the log.
+ *
+ * Recovery replays the log above the checkpoint's applied sequence, whole batches only, and
+ * republishes the replayed events. A failed batch whose callers are answered while the store stays
+ * closed is cut from the log first (`discardUnacknowledged`), so "not applied" stays true.
+ */
+import { Clock, Effect, Result, Schema } from "effect"
+import { type CommittedEvent, EventBus } from "../actors/EventBus.ts"
+import { type Checkpoint, openCheckpoint, type StoreView } from "./Checkpoint.ts"
+import { CommitQueue } from "./CommitQueue.ts"
+import { openLocalWal } from "./FileWal.ts"
+import {
+  eventWithReplyRecordType,
+  expiredKeys,
+  type IdempotencyRecord,
+  idempotencyRecordType,
+  idempotencyStateKey,
+  rememberedReply,
+} from "./Idempotency.ts"
+import { Overlay } from "./Overlay.ts"
+import { PendingView } from "./PendingView.ts"
+import type { StoreDefinition } from "./StoreDefinition.ts"
+import type { Appended, RecoveryReport, Wal, WalStats } from "./Wal.ts"
+import { WalFs } from "./WalFs.ts"
+import { batchEndFlag, type WalRecord } from "./WalRecord.ts"
+
+/** What the kernel needs to know of a store's limits (see `StoreOptions` in src/actors/StoreActor.ts). */
+export interface KernelOptions {
+  /** The store's directory: the WAL lives in `wal/`, the checkpoint in `lmdb/`. */
+  readonly dir: string
+  readonly walSegmentBytesMax: number
+  readonly walPreallocateBytes: number
+  readonly checkpointRecordsInterval: number
+  readonly lmdbCommitIntervalMs: number
+  readonly lmdbCommitChangesMax: number
+  readonly lmdbCommitBytesMax: number
+}
+
+/** One open of a store: LMDB, the log, the pending layer and the queue of LMDB commits. */
+export interface Incarnation {
+  readonly checkpoint: Checkpoint
+  readonly wal: Wal
+  readonly salt: number
+  /** LMDB plus acknowledged batches whose LMDB commit is still running. */
+  readonly view: PendingView
+  readonly commits: CommitQueue
+}
+
+/** A command as the kernel sees it: the decoded command and its idempotency key, if any. */
+export interface Submitted<Command> {
+  readonly command: Command
+  readonly idempotencyKey: string | undefined
+}
+
+/** A WAL entry of a batch; `event` is set for domain events (published), not for idempotency records. */
+interface PreparedEntry<Event> {
+  readonly type: number
+  readonly payload: string
+  readonly event?: Event
+}
+
+/** A batch decided and encoded, waiting for (or in) its WAL write. */
+export interface Prepared<Event, Reply, Failure> {
+  readonly overlay: Overlay
+  readonly entries: ReadonlyArray<PreparedEntry<Event>>
+  /** One outcome per command, in order. */
+  readonly outcomes: ReadonlyArray<Result.Result<{ readonly reply: Reply }, Failure>>
+  readonly now: number
+}
+
+/** A batch's queued WAL write: waits until the batch is durable. */
+export type Written = Effect.Effect<Appended>
+
+/** What the kernel reports for health. */
+export interface KernelHealth {
+  readonly appliedSeq: number
+  readonly recovery?: RecoveryReport
+  readonly wal?: WalStats
+  readonly lmdbBytes?: number
+}
+
+/** WAL record type of a domain event (idempotency records are types 2 and 3, Idempotency.ts). */
+const eventRecordType = 1
+
+/** The kernel of `definition`, stored under `options.dir`. */
+export const makeStoreKernel = <Command, Event, Reply, Failure>(
+  definition: StoreDefinition<Command, Event, Reply, Failure>,
+  options: KernelOptions,
+) =>
+  Effect.gen(function* () {
+    const fs = yield* WalFs
+    const bus = yield* EventBus
+    const encodeEvent = Schema.encodeSync(definition.eventSchema)
+    const decodeEvent = Schema.decodeUnknownSync(definition.eventSchema)
+    let ackedSeq: number | undefined
+    /** The store generation of the last WAL opened (a cut must not touch another generation's log). */
+    let walSalt: number | undefined
+    let recovery: RecoveryReport | undefined
+    let recordsSinceCheckpoint = 0
+
+    const committed = (seq: number, event: Event, at: number): CommittedEvent => ({
+      store: definition.name,
+      seq,
+      at,
+      event,
+    })
+
+    const replayInto = (checkpoint: Checkpoint, salt: number, records: ReadonlyArray<WalRecord>) => {
+      const applied: Array<{ seq: number; event: Event }> = []
+      let batch: Array<{ seq: number; event: Event }> = []
+      let remembered: Array<IdempotencyRecord> = []
+      for (const record of records) {
+        const payload = JSON.parse(Buffer.from(record.payload).toString("utf8"))
+        if (record.type === idempotencyRecordType) remembered.push(payload as IdempotencyRecord)
+        else if (record.type === eventWithReplyRecordType) {
+          batch.push({ seq: record.seq, event: decodeEvent(payload.event) })
+          remembered.push(payload.remember as IdempotencyRecord)
+        } else batch.push({ seq: record.seq, event: decodeEvent(payload) })
+        if (record.flags & batchEndFlag) {
+          const events = batch
+          const records = remembered
+          checkpoint.commitWith(
+            (writer) => {
+              for (const { event } of events) definition.apply(event, writer)
+              for (const entry of records) writer.put(idempotencyStateKey(entry.key), entry)
+            },
+            record.seq,
+            salt,
+          )
+          applied.push(...events)
+          batch = []
+          remembered = []
+        }
+      }
+      return applied
+    }
+
+    /** Opens (recovers) the store's WAL, cutting every record above `ackedSeq` when it is known. */
+    const openWal = (replayAfterSeq: number, salt: number | undefined) =>
+      openLocalWal({
+        dir: `${options.dir}/wal`,
+        segmentBytesMax: options.walSegmentBytesMax,
+        preallocateBytes: options.walPreallocateBytes,
+        replayAfterSeq,
+        ...(salt !== undefined ? { salt } : {}),
+        ...(ackedSeq !== undefined ? { discardAfterSeq: ackedSeq } : {}),
+      }).pipe(Effect.provideService(WalFs, fs))
+
+    /** Opens the store: LMDB, then the log, replaying (and republishing) what LMDB lacks. */
+    const open = Effect.gen(function* () {
+      const checkpoint = yield* openCheckpoint(`${options.dir}/lmdb`)
+      return yield* Effect.gen(function* () {
+        const opened = yield* openWal(checkpoint.appliedSeq(), checkpoint.salt())
+        const salt = opened.wal.stats().salt
+        walSalt = salt
+        const replayed = yield* Effect.try({
+          try: () => replayInto(checkpoint, salt, opened.replay),
+          catch: (cause) => cause,
+        })
+        const at = yield* Clock.currentTimeMillis
+        yield* bus.publishAll(replayed.map(({ seq, event }) => committed(seq, event, at)))
+        recovery = opened.report
+        ackedSeq = opened.wal.stats().nextSeq - 1
+        const view = new PendingView(checkpoint.view)
+        const commits = new CommitQueue(checkpoint, view, salt, {
+          intervalMs: options.lmdbCommitIntervalMs,
+          changesMax: options.lmdbCommitChangesMax,
+          bytesMax: options.lmdbCommitBytesMax,
+        })
+        return { checkpoint, wal: opened.wal, salt, view, commits } satisfies Incarnation
+      }).pipe(Effect.onError(() => Effect.promise(() => checkpoint.close())))
+    })
+
+    /** Waits for LMDB's pending commits, then closes the log and LMDB. */
+    const close = (incarnation: Incarnation) =>
+      Effect.gen(function* () {
+        yield* Effect.promise(() => incarnation.commits.drain())
+        yield* incarnation.wal.close()
+        yield* Effect.promise(() => incarnation.checkpoint.close().catch(() => undefined))
+      })
+
+    /**
+     * Cuts every WAL record above the last acknowledged one, as a reopen does, without reopening the
+     * store: for a failed batch whose callers are answered while the store stays closed (shutdown, a
+     * reopen that keeps failing). Those callers may be told their write was not applied only once
+     * it can no longer be replayed: a failed write can still have reached the disk whole. Succeeds
+     * with whether the cut was made.
+     */
+    const discardUnacknowledged: Effect.Effect<boolean> = Effect.suspend(() => {
+      // Never opened: nothing was written.
+      if (ackedSeq === undefined) return Effect.succeed(true)
+      return openWal(ackedSeq, walSalt).pipe(
+        Effect.flatMap((opened) => opened.wal.close()),
+        Effect.as(true),
+        Effect.catchCause(() => Effect.succeed(false)),
+      )
+    })
+
+    /** Whether a checkpoint is due once `records` more are written. */
+    const checkpointDue = (records = 0) => recordsSinceCheckpoint + records >= options.checkpointRecordsInterval
+
+    /**
+     * Flushes LMDB and releases the WAL segments it no longer needs; prunes expired idempotency
+     * records first. A failed LMDB commit is a defect (the actor restarts from disk).
+     */
+    const checkpoint = (incarnation: Incarnation, now: number) =>
+      Effect.gen(function* () {
+        const expired = expiredKeys(incarnation.view, now)
+        if (expired.length > 0 && ackedSeq !== undefined) {
+          incarnation.commits.enqueue(
+            expired.map((key) => [key, undefined] as const),
+            ackedSeq,
+            0,
+          )
+        }
+        yield* Effect.promise(() => incarnation.commits.drain())
+        if (incarnation.commits.failure !== undefined) return yield* Effect.die(incarnation.commits.failure)
+        const appliedSeq = incarnation.checkpoint.appliedSeq()
+        yield* Effect.promise(() => incarnation.checkpoint.flushed())
+        // Everything in the active segment is applied and flushed: start a new one so the old can go,
+        // and the next startup scans only what came after this checkpoint.
+        if (appliedSeq === ackedSeq) yield* incarnation.wal.rotate().pipe(Effect.orDie)
+        yield* incarnation.wal.releaseThrough(appliedSeq).pipe(Effect.orDie)
+        recordsSinceCheckpoint = 0
+      })
+
+    /** Decides and applies `batch` against an overlay on `base` and encodes its WAL entries; writes nothing. */
+    const prepare = (
+      incarnation: Incarnation,
+      base: StoreView,
+      batch: ReadonlyArray<Submitted<Command>>,
+    ): Effect.Effect<Prepared<Event, Reply, Failure>> =>
+      Effect.map(Clock.currentTimeMillis, (now) => {
+        if (incarnation.commits.failure !== undefined) throw incarnation.commits.failure
+        const overlay = new Overlay(base)
+        const context = { now }
+        const entries: Array<PreparedEntry<Event>> = []
+        const outcomes = batch.map((submitted): Result.Result<{ readonly reply: Reply }, Failure> => {
+          const key = submitted.idempotencyKey
+          const remembered = key === undefined ? undefined : rememberedReply(overlay, key)
+          if (remembered !== undefined) return Result.succeed({ reply: remembered.reply as Reply })
+          const outcome = definition.decide(submitted.command, overlay, context)
+          if (Result.isFailure(outcome)) return outcome
+          const { events } = outcome.success
+          // A keyed command's reply rides on its last event's record (Idempotency.ts).
+          const last = key === undefined ? events.length : events.length - 1
+          for (let index = 0; index < events.length; index++) {
+            const event = events[index]!
+            definition.apply(event, overlay)
+            if (index !== last) {
+              entries.push({ type: eventRecordType, payload: JSON.stringify(encodeEvent(event)), event })
+              continue
+            }
+            const remember: IdempotencyRecord = { key: key!, reply: outcome.success.reply, at: now }
+            overlay.put(idempotencyStateKey(key!), remember)
+            const payload = JSON.stringify({ event: encodeEvent(event), remember })
+            entries.push({ type: eventWithReplyRecordType, payload, event })
+          }
+          return outcome
+        })
+        return { overlay, entries, outcomes, now }
+      })
+
+    /**
+     * Queues the durable WAL write of a prepared batch, if it has anything to write, behind the one
+     * still on its way (the WAL writes them in order); gives the effect that waits until it is durable.
+     */
+    const queueWrite = (
+      incarnation: Incarnation,
+      prepared: Prepared<Event, Reply, Failure>,
+    ): Effect.Effect<Written | undefined> =>
+      prepared.entries.length === 0
+        ? Effect.undefined
+        : Effect.map(Effect.orDie(incarnation.wal.queueBatch(prepared.entries)), Effect.orDie)
+
+    /**
+     * After a batch's WAL write: its changes become readable and go to LMDB, and its events are
+     * published (before its callers are answered, so a caller that reads the bus after its reply
+     * finds its events). `ackedSeq` moves only here.
+     */
+    const commit = (
+      incarnation: Incarnation,
+      prepared: Prepared<Event, Reply, Failure>,
+      appended: Appended | undefined,
+    ): Effect.Effect<void> => {
+      if (appended === undefined) return Effect.void
+      const { entries } = prepared
+      incarnation.commits.enqueue(prepared.overlay.changes(), appended.lastSeq, appended.payloadBytes)
+      ackedSeq = appended.lastSeq
+      recordsSinceCheckpoint += entries.length
+      const events: Array<CommittedEvent> = []
+      for (let index = 0; index < entries.length; index++) {
+        const event = entries[index]!.event
+        if (event !== undefined) events.push(committed(appended.firstSeq + index, event, prepared.now))
+      }
+      return bus.publishAll(events)
+    }
+
+    const health = (incarnation: Incarnation | undefined): KernelHealth => ({
+      appliedSeq: incarnation?.checkpoint.appliedSeq() ?? ackedSeq ?? 0,
+      ...(recovery !== undefined ? { recovery } : {}),
+      ...(incarnation !== undefined
+        ? { wal: incarnation.wal.stats(), lmdbBytes: incarnation.checkpoint.sizeBytes() }
+        : {}),
+    })
+
+    return {
+      name: definition.name,
+      open,
+      close,
+      discardUnacknowledged,
+      checkpointDue,
+      checkpoint,
+      prepare,
+      queueWrite,
+      commit,
+      health,
+    }
+  })
+
+/** The kernel of one store (see `makeStoreKernel`). */
+export type StoreKernel<Command, Event, Reply, Failure> = Effect.Success<
+  ReturnType<typeof makeStoreKernel<Command, Event, Reply, Failure>>
+>
