@@ -367,7 +367,7 @@ export class ConversationIndex {
       summary: partOf(summaryBits[docNo]!, weights, totalWeight),
       tags: partOf(tagsBits[docNo]!, weights, totalWeight),
     })
-    const best: Array<Ranked> = []
+    const best: Array<Ranked<DocumentMeta>> = []
     for (const docNo of touched) {
       if (verdicts[docNo]! < 0) continue
       const score = round4(

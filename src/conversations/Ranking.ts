@@ -2,15 +2,20 @@
  * Ranking of search candidates: the order (score, then importance, then newer, then larger id),
  * a bounded sorted list of the best, and the score of a field from the query terms it holds.
  */
-import type { DocumentMeta } from "./ConversationIndex.ts"
-
 /** Rounds a score to 4 decimals (scores are shown and compared rounded, so ties are real). */
 export const round4 = (value: number): number => Math.round(value * 10_000) / 10_000
 
+/** What ranking reads of a document. */
+export interface RankedDocument {
+  readonly id: string
+  readonly importance: number
+  readonly timestamp: number
+}
+
 /** A candidate while ranking: its document and its (rounded) score. */
-export interface Ranked {
+export interface Ranked<Doc extends RankedDocument = RankedDocument> {
   readonly docNo: number
-  readonly doc: DocumentMeta
+  readonly doc: Doc
   readonly score: number
 }
 
@@ -25,7 +30,11 @@ export const ranksBefore = (a: Ranked, b: Ranked): boolean =>
         : a.doc.id > b.doc.id
 
 /** Keeps `best` sorted and at most `limit` long. */
-export const insertRanked = (best: Array<Ranked>, candidate: Ranked, limit: number): void => {
+export const insertRanked = <Doc extends RankedDocument>(
+  best: Array<Ranked<Doc>>,
+  candidate: Ranked<Doc>,
+  limit: number,
+): void => {
   if (best.length === limit && !ranksBefore(candidate, best[best.length - 1]!)) return
   let low = 0
   let high = best.length

@@ -7,9 +7,8 @@ import { conversationTools } from "./ConversationTools.ts"
 import { editorTools } from "./EditorTools.ts"
 import { engineeringPrompts, engineeringTools } from "./EngineeringTools.ts"
 import { graphTools } from "./GraphTools.ts"
-import type { McpPrompt, SessionServices } from "./McpSession.ts"
 import { searchTools } from "./SearchTools.ts"
-import type { Tool } from "./Tool.ts"
+import type { McpPrompt, SessionServices, Tool } from "./Tool.ts"
 
 /** Every tool. */
 export const catalogue: ReadonlyArray<Tool<never, SessionServices>> = [

@@ -24,8 +24,7 @@ import { gateTools } from "./engineering/GateTools.ts"
 import { noteTools } from "./engineering/NoteTools.ts"
 import { taskTools } from "./engineering/TaskTools.ts"
 import { workspaceTools } from "./engineering/WorkspaceTools.ts"
-import type { McpPrompt } from "./McpSession.ts"
-import type { Tool } from "./Tool.ts"
+import type { McpPrompt, Tool } from "./Tool.ts"
 
 /** Every engineering tool, by toolset. */
 export const engineeringTools: ReadonlyArray<Tool<never, Router | AuditLedger>> = [

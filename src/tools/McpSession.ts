@@ -21,7 +21,6 @@ import {
   CallToolRequestSchema,
   type CallToolResult,
   GetPromptRequestSchema,
-  type GetPromptResult,
   ListPromptsRequestSchema,
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
@@ -35,42 +34,16 @@ import { type Context, Effect, Exit, Fiber, PubSub, Result, Schema, type Scope }
 import { EventBus } from "../actors/EventBus.ts"
 import { Router } from "../actors/Router.ts"
 import { buildInfo } from "../cli/BuildInfo.ts"
-import type { AuditLedger } from "../engineering/AuditLedger.ts"
 import { allProjectsMarker, auditStore, sessionAction } from "../engineering/AuditStore.ts"
 import { readGraph } from "../graph/GraphQueries.ts"
-import type { GraphSearch } from "../graph/GraphSearch.ts"
 import { type GraphEvent, graphStore } from "../graph/GraphStore.ts"
 import { defaultProjectName } from "../graph/Model.ts"
 import { filterPrivate } from "../privacy/PrivacyFilter.ts"
-import type { SearchIndexer } from "../search/Indexer.ts"
 import { promptsFor } from "./Catalogue.ts"
-import type { Tool, ToolCaller, ToolError } from "./Tool.ts"
+import type { SessionServices, Tool, ToolCaller, ToolError } from "./Tool.ts"
 
 /** The resource holding the caller's whole graph. */
 export const knowledgeGraphUri = "memory://knowledge-graph"
-
-/** What tool handlers may use. */
-export type SessionServices = Router | GraphSearch | EventBus | AuditLedger | SearchIndexer
-
-/** An MCP prompt: what `prompts/list` shows, and how `prompts/get` fills it from the engine. */
-export interface McpPrompt {
-  /** Offered only in sessions that have a tool of this toolset. */
-  readonly toolset: string
-  readonly definition: {
-    readonly name: string
-    readonly title?: string
-    readonly description: string
-    readonly arguments: ReadonlyArray<{
-      readonly name: string
-      readonly description: string
-      readonly required: boolean
-    }>
-  }
-  readonly get: (
-    args: Readonly<Record<string, string>>,
-    caller: ToolCaller,
-  ) => Effect.Effect<GetPromptResult, ToolError, SessionServices>
-}
 
 /** A resource beyond the knowledge graph, served as JSON; not scoped to the session's project. */
 export interface ResourceProvider {

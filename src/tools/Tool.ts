@@ -7,7 +7,13 @@
  * Failures are `ToolError` values with a code from the conversation-memory seed's set; the
  * session turns them into `isError` results. Nothing a client sends can crash the server.
  */
+import type { GetPromptResult } from "@modelcontextprotocol/sdk/types.js"
 import { type Effect, Schema } from "effect"
+import type { EventBus } from "../actors/EventBus.ts"
+import type { Router } from "../actors/Router.ts"
+import type { AuditLedger } from "../engineering/AuditLedger.ts"
+import type { GraphSearch } from "../graph/GraphSearch.ts"
+import type { SearchIndexer } from "../search/Indexer.ts"
 import type { JsonObject } from "./officialToolDefinitions.ts"
 
 /** The error codes tools answer with (seed 001). */
@@ -92,4 +98,27 @@ export const inputSchemaOf = (schema: Schema.Top): JsonObject => {
   // MCP requires an object schema; an empty Struct comes out as "anything but null".
   const objectSchema = generated.type === "object" ? generated : { type: "object", properties: {} }
   return { $schema: "https://json-schema.org/draft/2020-12/schema", ...objectSchema }
+}
+
+/** What tool handlers may use. */
+export type SessionServices = Router | GraphSearch | EventBus | AuditLedger | SearchIndexer
+
+/** An MCP prompt: what `prompts/list` shows, and how `prompts/get` fills it from the engine. */
+export interface McpPrompt {
+  /** Offered only in sessions that have a tool of this toolset. */
+  readonly toolset: string
+  readonly definition: {
+    readonly name: string
+    readonly title?: string
+    readonly description: string
+    readonly arguments: ReadonlyArray<{
+      readonly name: string
+      readonly description: string
+      readonly required: boolean
+    }>
+  }
+  readonly get: (
+    args: Readonly<Record<string, string>>,
+    caller: ToolCaller,
+  ) => Effect.Effect<GetPromptResult, ToolError, SessionServices>
 }

@@ -42,7 +42,7 @@ import {
 import { SessionId } from "../conversations/Model.ts"
 import { ProjectName } from "../graph/Model.ts"
 import { filteredStore } from "../privacy/PrivacyFilter.ts"
-import type { SessionServices } from "../tools/McpSession.ts"
+import type { SessionServices } from "../tools/Tool.ts"
 
 /** Exports served at once (each spools one snapshot to disk). */
 export const exportsRunningMax = 2

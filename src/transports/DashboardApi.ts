@@ -22,7 +22,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { Cause, type Context, Effect, Exit, Option, Schema } from "effect"
 import { defaultProjectName, ProjectName, SearchQuery } from "../graph/Model.ts"
-import type { SessionServices } from "../tools/McpSession.ts"
+import type { SessionServices } from "../tools/Tool.ts"
 import { type Tool, type ToolCaller, ToolError } from "../tools/Tool.ts"
 
 /** The identity the dashboard's writes are recorded under. */

@@ -4,7 +4,8 @@
  */
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { Effect } from "effect"
-import { type SessionOptions, type SessionServices, startSession } from "../tools/McpSession.ts"
+import { type SessionOptions, startSession } from "../tools/McpSession.ts"
+import type { SessionServices } from "../tools/Tool.ts"
 
 /** Serves one MCP session on stdio; completes when the client disconnects. */
 export const serveStdio = (options: Omit<SessionOptions, "transport">): Effect.Effect<void, never, SessionServices> =>

@@ -19,7 +19,8 @@ import * as Engine from "../../src/Engine.ts"
 import { AllowUnsafeDataDir } from "../../src/stores/DataDir.ts"
 import { readRecordAt, segmentHeaderBytes } from "../../src/stores/WalRecord.ts"
 import { catalogue } from "../../src/tools/Catalogue.ts"
-import { type SessionServices, startSession } from "../../src/tools/McpSession.ts"
+import { startSession } from "../../src/tools/McpSession.ts"
+import type { SessionServices } from "../../src/tools/Tool.ts"
 
 const tempDirs: Array<string> = []
 

@@ -21,7 +21,7 @@ import { engineeringStores, recordStores } from "../../src/engineering/Engineeri
 import * as RecordExpiry from "../../src/engineering/RecordExpiry.ts"
 import { layerNode } from "../../src/stores/WalFs.ts"
 import { catalogue } from "../../src/tools/Catalogue.ts"
-import type { SessionServices } from "../../src/tools/McpSession.ts"
+import type { SessionServices } from "../../src/tools/Tool.ts"
 import { type ToolCaller, ToolError, type ToolOutput } from "../../src/tools/Tool.ts"
 import { openEngineClient, type Reply, type TestEngine } from "../support/engineClient.ts"
 

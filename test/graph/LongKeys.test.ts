@@ -16,7 +16,8 @@ import { assert, describe, it } from "vitest"
 import * as Engine from "../../src/Engine.ts"
 import { openCheckpoint } from "../../src/stores/Checkpoint.ts"
 import { catalogue } from "../../src/tools/Catalogue.ts"
-import { type SessionServices, startSession } from "../../src/tools/McpSession.ts"
+import { startSession } from "../../src/tools/McpSession.ts"
+import type { SessionServices } from "../../src/tools/Tool.ts"
 
 describe("long store keys containing U+0000", () => {
   it("come back from the checkpoint as the same strings, lone surrogates included", async () => {

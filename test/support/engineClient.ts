@@ -12,7 +12,8 @@ import { type Context, Effect, Exit, Layer, Scope } from "effect"
 import * as Engine from "../../src/Engine.ts"
 import type { AnyStoreDefinition } from "../../src/stores/StoreDefinition.ts"
 import { catalogue } from "../../src/tools/Catalogue.ts"
-import { type SessionServices, startSession } from "../../src/tools/McpSession.ts"
+import { startSession } from "../../src/tools/McpSession.ts"
+import type { SessionServices } from "../../src/tools/Tool.ts"
 
 /** A tool call's result, parsed. */
 export interface Reply {

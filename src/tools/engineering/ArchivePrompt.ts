@@ -10,7 +10,7 @@ import {
   archiveSummariesMax,
 } from "../../engineering/ArchiveRoutine.ts"
 import { invalidArgs, toToolError } from "../../engineering/ToolSupport.ts"
-import type { McpPrompt } from "../McpSession.ts"
+import type { McpPrompt } from "../Tool.ts"
 
 /** `archive_routine`: guides an agent to fold old session summaries into a milestone retrospective. */
 export const archiveRoutinePrompt: McpPrompt = {
