@@ -10,10 +10,12 @@
  * wait for the writer.
  *
  * Supervision. A defect anywhere in a batch (a bug in `decide`/`apply`, a failed write or
- * fdatasync, a failed LMDB commit) ends the running incarnation only. The supervisor closes the log
- * and LMDB, waits (exponential backoff), and reopens from disk with the last acknowledged sequence,
- * so a failed batch that reached the disk is cut away and the error its callers get ("not applied")
- * is true. The failed batch's callers are answered after that reopen (or, when reopening fails,
+ * fdatasync, a failed LMDB commit) ends the running incarnation only. When the log failed (a write,
+ * a sync, a full disk), the supervisor waits (exponential backoff) and reopens the log alone with the
+ * last acknowledged sequence, so a failed batch that reached the disk is cut away and the error its
+ * callers get ("not applied") is true; LMDB and the pending layer, which hold exactly the
+ * acknowledged state, stay open and keep serving reads. Any other defect (or a log that keeps
+ * failing) closes the log and LMDB and reopens the whole store from disk the same way. The failed batch's callers are answered after that reopen (or, when reopening fails,
  * after the log alone is cut: `discardUnacknowledged`); where no cut can be made, they are told that
  * the next open decides. Commands still in the mailbox stay there and are served by the new
  * incarnation. Each restart is counted. A store whose log is corrupt does not restart: it refuses
@@ -21,6 +23,13 @@
  * After `failFastAfterRestarts` consecutive failed reopens (say a disk that stays broken), waiting
  * callers are failed with `Unavailable` instead of waiting, while reopening goes on with capped
  * backoff.
+ *
+ * A full disk is not a defect to restart on forever. While the disk holding the store is full (an
+ * LMDB commit or a log write refused with ENOSPC), the store is `degraded`: it keeps serving reads
+ * (every acknowledged write is in the log and the pending layer), answers each new write at once
+ * with a `DiskFull` error naming the directory, and resumes writing by itself once space returns.
+ * A batch whose log write failed that way is rolled back like any failed batch, and its callers are
+ * told so with `DiskFull`.
  *
  * Shutdown (closing the scope): new calls are refused with `ShuttingDown`, the batch in flight
  * finishes, every command already in the mailbox is processed and answered, LMDB is flushed and
@@ -73,14 +82,15 @@ export const defaultStoreOptions: Omit<StoreOptions, "dir"> = {
 /** Why a store could not serve a call (as opposed to a domain failure of the command itself). */
 export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", {
   store: Schema.String,
-  reason: Schema.Literals(["WriteFailed", "Unavailable", "Corrupt", "ShuttingDown"]),
+  reason: Schema.Literals(["WriteFailed", "DiskFull", "Unavailable", "Corrupt", "ShuttingDown"]),
   message: Schema.String,
 }) {}
 
 /** A snapshot of a store's condition, for health reports. */
 export interface StoreHealth {
   readonly name: string
-  readonly state: "starting" | "running" | "restarting" | "unavailable" | "corrupt" | "stopped"
+  /** `degraded`: reads are served, writes refused because the disk is full (they resume by themselves). */
+  readonly state: "starting" | "running" | "degraded" | "restarting" | "unavailable" | "corrupt" | "stopped"
   readonly restarts: number
   readonly lastError?: string
   readonly recovery?: RecoveryReport
@@ -149,11 +159,18 @@ export const makeStore = <Command, Event, Reply, Failure>(
     const storeError = (reason: StoreError["reason"], message: string) =>
       new StoreError({ store: definition.name, reason, message: `store "${definition.name}": ${message}` })
 
-    const rolledBackError = (cause: string | undefined) =>
-      storeError(
-        "WriteFailed",
-        `the write failed and was rolled back; it was not applied (${cause ?? "unknown cause"})`,
-      )
+    const rolledBackError = (cause: string | undefined) => {
+      const full = kernel.diskFull(current)
+      return full !== undefined
+        ? storeError("DiskFull", `${diskFullMessage(full)}; this write was rolled back and not applied`)
+        : storeError(
+            "WriteFailed",
+            `the write failed and was rolled back; it was not applied (${cause ?? "unknown cause"})`,
+          )
+    }
+
+    const diskFullMessage = (why: string) =>
+      `the disk holding ${options.dir} is full (${why}); reads keep working and writes resume by themselves once space is freed`
 
     /** For a failed batch that could not be cut from the log: the next open keeps it if it is whole. */
     const undecidedError = (why: string, cause: string) =>
@@ -176,17 +193,28 @@ export const makeStore = <Command, Event, Reply, Failure>(
       Effect.gen(function* () {
         while (true) {
           const batch = yield* mailbox.takeBatch()
+          const full = kernel.diskFull(incarnation)
+          if (full !== undefined) {
+            state = "degraded"
+            lastError = `disk full: ${full}`
+            yield* failAll(batch, storeError("DiskFull", diskFullMessage(full)))
+            continue
+          }
+          state = "running"
           yield* Effect.uninterruptible(pipeline.run(incarnation, batch, true))
           // After the answers: a failed checkpoint restarts the actor but un-acknowledges nothing.
           if (kernel.checkpointDue()) yield* Effect.uninterruptible(checkpointNow(incarnation))
         }
       })
 
-    /** Refuses every call from now on, because the log is damaged (see `mnemos repair`). */
-    const refuseForever = (refused: StoreError) =>
+    /**
+     * Refuses every call from now on: the log is damaged (see `mnemos repair`), or the store cannot
+     * be reopened in this process.
+     */
+    const refuseForever = (refused: StoreError, as: "corrupt" | "unavailable") =>
       Effect.gen(function* () {
         refusal = refused
-        state = "corrupt"
+        state = as
         yield* ready.open
         // Refuse, never strand: calls that raced past the refusal check still get an answer. The
         // failed batch's fate is the damaged log's.
@@ -210,7 +238,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
           const error = Cause.squash(opened.cause)
           lastError = describeCause(opened.cause)
           if (error instanceof WalError && (error.reason === "Corrupt" || error.reason === "GenerationMismatch")) {
-            return yield* refuseForever(storeError("Corrupt", error.message))
+            return yield* refuseForever(storeError("Corrupt", error.message), "corrupt")
           }
           consecutiveFailures++
           restarts++
@@ -237,16 +265,57 @@ export const makeStore = <Command, Event, Reply, Failure>(
         current = opened.value
         state = "running"
         yield* ready.open
-        const cause = yield* serve(opened.value).pipe(Effect.catchCause((cause) => Effect.succeed(cause)))
+        let incarnation = opened.value
+        let cause: Cause.Cause<unknown>
+        // Set when the failure that ends the loop was already counted (a log that keeps failing).
+        let counted = false
+        while (true) {
+          cause = yield* serve(incarnation).pipe(Effect.catchCause((cause) => Effect.succeed(cause)))
+          if (!kernel.isLogFailure(cause)) break
+          // The log failed (a write, a sync, a full disk): reopening the log alone rolls the batch back.
+          // LMDB and the pending layer hold exactly the acknowledged state, so reads go on meanwhile.
+          restarts++
+          kernel.noteFailure(cause)
+          lastError = describeCause(cause)
+          inFlightCause = lastError
+          consecutiveFailures = committedSinceOpen ? 1 : consecutiveFailures + 1
+          committedSinceOpen = false
+          counted = consecutiveFailures >= options.failFastAfterRestarts
+          if (counted) break
+          state = "restarting"
+          yield* Effect.logWarning(`store "${definition.name}" reopening its log after: ${lastError}`)
+          yield* backoff(consecutiveFailures)
+          const reopened = yield* Effect.exit(Effect.uninterruptible(kernel.reopenLog(incarnation)))
+          if (Exit.isFailure(reopened)) {
+            cause = reopened.cause
+            counted = true
+            break
+          }
+          incarnation = reopened.value
+          current = incarnation
+          state = "running"
+          yield* failAll(mailbox.inFlight, rolledBackError(inFlightCause))
+          mailbox.inFlight = []
+        }
         yield* ready.close
         state = "restarting"
-        restarts++
-        lastError = describeCause(cause)
-        inFlightCause = lastError
+        if (!counted) {
+          restarts++
+          kernel.noteFailure(cause)
+          lastError = describeCause(cause)
+          inFlightCause = lastError
+        }
         current = undefined
-        yield* kernel.close(opened.value)
+        const closed = yield* Effect.exit(kernel.close(incarnation))
+        if (Exit.isFailure(closed)) {
+          lastError = `${lastError}; then: ${describeCause(closed.cause)}`
+          yield* Effect.logError(`store "${definition.name}" cannot restart: ${lastError}`)
+          yield* failAll(mailbox.inFlight, undecidedError("the store cannot restart to roll it back", lastError))
+          mailbox.inFlight = []
+          return yield* refuseForever(storeError("Unavailable", lastError), "unavailable")
+        }
         yield* Effect.logWarning(`store "${definition.name}" restarting after: ${lastError}`)
-        consecutiveFailures = committedSinceOpen ? 1 : consecutiveFailures + 1
+        if (!counted) consecutiveFailures = committedSinceOpen ? 1 : consecutiveFailures + 1
         if (consecutiveFailures >= options.failFastAfterRestarts) {
           state = "unavailable"
           refusal = storeError("Unavailable", `failed ${consecutiveFailures} times in a row: ${lastError}`)
@@ -290,7 +359,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
           }
         }
         if (incarnation !== undefined && healthy) yield* Effect.exit(checkpointNow(incarnation))
-        if (incarnation !== undefined) yield* kernel.close(incarnation)
+        if (incarnation !== undefined) yield* Effect.exit(kernel.close(incarnation))
         current = undefined
         if (failed.length > 0) {
           yield* failAll(
@@ -332,7 +401,13 @@ export const makeStore = <Command, Event, Reply, Failure>(
 
     const health = (): StoreHealth => ({
       name: definition.name,
-      state,
+      // A full disk shows before the next write finds it.
+      state:
+        state === "running" || state === "degraded"
+          ? kernel.diskFull(current) !== undefined
+            ? "degraded"
+            : "running"
+          : state,
       restarts,
       mailboxDepth: mailbox.size(),
       ...(lastError !== undefined ? { lastError } : {}),

@@ -39,6 +39,9 @@ const messageOf = (error: unknown): string | undefined =>
 
 /** Runs `program` and exits the process with its outcome. */
 export const runMain = <E>(program: Effect.Effect<void, E>): void => {
+  // Output is best effort: a log file on a full disk, or a reader that went away, makes these streams
+  // fail (and stop); that must never end a daemon that is still serving.
+  for (const stream of [process.stdout, process.stderr]) stream.on("error", () => undefined)
   const fiber = Effect.runFork(program)
   // A fiber waiting on a signal holds no libuv handle; keep the process alive until it ends.
   const keepAlive = setInterval(() => undefined, 2 ** 31 - 1)

@@ -9,7 +9,15 @@ import { Router } from "../actors/Router.ts"
 import { StoreError } from "../actors/StoreActor.ts"
 import { entityNameBytesMax, isMaxUtf8Bytes, projectNameBytesMax } from "../graph/Model.ts"
 import type { StoreView } from "../stores/Checkpoint.ts"
-import { inputSchemaOf, makeTool, type Tool, type ToolCaller, ToolError, type ToolOutput } from "../tools/Tool.ts"
+import {
+  inputSchemaOf,
+  makeTool,
+  storeToolError,
+  type Tool,
+  type ToolCaller,
+  ToolError,
+  type ToolOutput,
+} from "../tools/Tool.ts"
 import { Files, RecordId, Tags } from "./Fields.ts"
 import { type GitInfo, readGitContext } from "./GitContext.ts"
 import { listLimitDefault, listLimitMax, presentRecord } from "./RecordQueries.ts"
@@ -57,8 +65,7 @@ export const projectOf = (args: { readonly project?: string | undefined }, calle
 export const toToolError = (error: RecordRejected | StoreError | ToolError): ToolError => {
   if (error instanceof ToolError) return error
   if (error instanceof StoreError) {
-    const code = error.reason === "Corrupt" ? "CORRUPT_STORE" : error.reason === "WriteFailed" ? "IO_ERROR" : "BUSY"
-    return new ToolError({ code, message: error.message })
+    return storeToolError(error)
   }
   const code = error.reason === "NotFound" ? "NOT_FOUND" : error.reason === "Conflict" ? "CONFLICT" : "VALIDATION_ERROR"
   return new ToolError({ code, message: error.message })

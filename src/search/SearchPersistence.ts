@@ -8,11 +8,17 @@
  * nothing here is acknowledged to anyone, so losing the tail in a crash only means the next
  * start reconciles with the stores. `makeMemory` is the in-memory twin for tests.
  *
+ * A store's sequence is written only once the writes it covers are committed, and never again in
+ * this process after a commit failed (a full disk): a later commit that succeeds must not record a
+ * sequence past documents that were lost, so the next start finds an older sequence and reconciles.
+ * A failed commit never ends the process.
+ *
  * Keys: documents `store \0 group \0 id` → SearchDocument (so a scan yields whole groups);
  * vectors `id` → 14-byte content hash + float32 data; meta `seq \0 store`, `model`.
  */
 
 import { open, type RootDatabase } from "lmdb"
+import { guardLmdbCommitRejections, settleLmdbWrite } from "../stores/Checkpoint.ts"
 import { decodeKey, encodeKey } from "../stores/KeyCodec.ts"
 import type { SearchDocument } from "./SearchDocument.ts"
 
@@ -80,12 +86,27 @@ function* groupRuns(entries: Iterable<{ key: string; value: SearchDocument }>): 
 
 /** Opens (creating) the LMDB environment at `path`. */
 export const openLmdbPersistence = (path: string): SearchPersistence => {
+  guardLmdbCommitRejections()
   const env: RootDatabase = open({ path, maxDbs: 4, compression: false })
   // Keys are bytes encoded by KeyCodec (lmdb-js string keys mangle long keys with U+0000); values
   // are JSON so every string round-trips.
   const documents = env.openDB<SearchDocument, Buffer>({ name: "documents", encoding: "json", keyEncoding: "binary" })
   const vectors = env.openDB<Uint8Array, Buffer>({ name: "vectors", encoding: "binary", keyEncoding: "binary" })
   const meta = env.openDB<string | number, Buffer>({ name: "meta", encoding: "json", keyEncoding: "binary" })
+  // Every write of one JavaScript turn shares one promise (one LMDB transaction): watch each once.
+  let lastWrite: Promise<unknown> = Promise.resolve()
+  let failure: unknown
+  const watch = (write: Promise<unknown>): void => {
+    if (write === lastWrite) return
+    lastWrite = write
+    void settleLmdbWrite(write).then((failed) => {
+      if (failed === undefined || failure !== undefined) return
+      failure = failed
+      process.stderr.write(
+        `mnemos: the search index could not save its changes (${failed instanceof Error ? failed.message : String(failed)}); it is rebuilt from the stores at the next start\n`,
+      )
+    })
+  }
   return {
     groups: () =>
       groupRuns(
@@ -99,15 +120,18 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
       return bytes === undefined ? undefined : decodeVector(bytes)
     },
     putDocument: (group, document) =>
-      void documents.put(encodeKey(documentKey(document.store, group, document.id)), document),
-    removeDocument: (store, group, id) => void documents.remove(encodeKey(documentKey(store, group, id))),
-    putVector: (id, hash, vector) => void vectors.put(encodeKey(id), encodeVector(hash, vector)),
-    removeVector: (id) => void vectors.remove(encodeKey(id)),
+      watch(documents.put(encodeKey(documentKey(document.store, group, document.id)), document)),
+    removeDocument: (store, group, id) => watch(documents.remove(encodeKey(documentKey(store, group, id)))),
+    putVector: (id, hash, vector) => watch(vectors.put(encodeKey(id), encodeVector(hash, vector))),
+    removeVector: (id) => watch(vectors.remove(encodeKey(id))),
     clearVectors: () => vectors.clearAsync().then(() => undefined),
     seq: (store) => meta.get(encodeKey(`seq${sep}${store}`)) as number | undefined,
-    setSeq: (store, seq) => void meta.put(encodeKey(`seq${sep}${store}`), seq),
+    setSeq: (store, seq) =>
+      void settleLmdbWrite(lastWrite).then((failed) => {
+        if (failed === undefined && failure === undefined) watch(meta.put(encodeKey(`seq${sep}${store}`), seq))
+      }),
     modelId: () => meta.get(encodeKey("model")) as string | undefined,
-    setModelId: (id) => void meta.put(encodeKey("model"), id),
+    setModelId: (id) => watch(meta.put(encodeKey("model"), id)),
     sizeBytes: () => {
       const stat = env.getStats() as {
         treeBranchPageCount?: number
@@ -121,7 +145,8 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
       )
     },
     close: async () => {
-      await env.flushed
+      await settleLmdbWrite(lastWrite)
+      await settleLmdbWrite(env.flushed)
       await env.close()
     },
   }

@@ -14,6 +14,7 @@
  * Values are treated as immutable: domain code builds new objects instead of editing what it read.
  */
 
+import { statfsSync } from "node:fs"
 import { Effect, Schema } from "effect"
 import { type Database, open, type RootDatabase } from "lmdb"
 import { compareKeys, keyEncoder } from "./KeyCodec.ts"
@@ -23,6 +24,98 @@ export class CheckpointError extends Schema.TaggedError<CheckpointError>()("Chec
   path: Schema.String,
   message: Schema.String,
 }) {}
+
+/**
+ * An LMDB commit that failed because the disk (or quota) is full. The store keeps its changes and
+ * retries the commit once space returns; see CommitQueue.ts.
+ */
+export class DiskFullError extends Schema.TaggedError<DiskFullError>()("DiskFullError", {
+  path: Schema.String,
+  message: Schema.String,
+}) {}
+
+const noSpaceCodes = new Set([28, 122]) // ENOSPC, EDQUOT
+/** Longest wait for lmdb-js to settle a failed commit's `commitError`. */
+const commitErrorWaitMs = 1000
+
+/**
+ * A failed LMDB write with less than this free on its file system counts as a full disk even when
+ * the error is EIO: writing back mmap'd pages that the file system cannot allocate fails with EIO
+ * instead of ENOSPC (seen on tmpfs and ext4 once free space ran out).
+ */
+const lowSpaceBytes = 64 * 1024 * 1024
+
+/** True when the failed write to the LMDB environment at `path` failed because its disk is full. */
+export const failedForSpace = (failure: unknown, path: string): boolean => {
+  if (isNoSpace(failure)) return true
+  const code = (failure as { code?: unknown } | undefined)?.code
+  if (code !== 5 && code !== "EIO") return false
+  try {
+    const stats = statfsSync(path)
+    return stats.bavail * stats.bsize < lowSpaceBytes
+  } catch {
+    return false
+  }
+}
+
+/** True when `error` (an lmdb-js or node error) says the disk is full. */
+export const isNoSpace = (error: unknown): boolean => {
+  if (typeof error !== "object" || error === null) return false
+  const { code, message } = error as { code?: unknown; message?: unknown }
+  return (
+    code === "ENOSPC" ||
+    code === "EDQUOT" ||
+    (typeof code === "number" && noSpaceCodes.has(code)) ||
+    (typeof message === "string" && /no space left on device|disk quota exceeded/i.test(message))
+  )
+}
+
+/**
+ * Settles an lmdb-js write promise without leaving a rejection unhandled. A failed lmdb-js commit
+ * rejects every write of its transaction with "Commit failed" and hangs the real cause on the error
+ * as a second rejected promise (`commitError`); left unhandled, either ends the process (that is how
+ * a full disk used to stop the daemon). Resolves to the cause: undefined on success.
+ */
+export const settleLmdbWrite = (write: PromiseLike<unknown>): Promise<unknown> =>
+  Promise.resolve(write).then(
+    () => undefined,
+    async (error: unknown) => {
+      const commitError = (error as { commitError?: unknown } | undefined)?.commitError
+      if (!(commitError instanceof Promise)) return error
+      // lmdb-js rejects `commitError` right after the writes; the timer only guards against a hang.
+      let timer: ReturnType<typeof setTimeout> | undefined
+      const late = new Promise<unknown>((resolve) => {
+        timer = setTimeout(() => resolve(error), commitErrorWaitMs)
+      })
+      const cause = commitError.then(
+        () => error,
+        (reason: unknown) => reason,
+      )
+      return Promise.race([cause, late]).finally(() => clearTimeout(timer))
+    },
+  )
+
+const lmdbCommitFailedMessage = "Commit failed (see commitError for details)"
+
+const isLmdbCommitFailure = (reason: unknown): reason is Error & { readonly commitError: Promise<unknown> } =>
+  reason instanceof Error && reason.message === lmdbCommitFailedMessage && "commitError" in reason
+
+let lmdbRejectionsGuarded = false
+
+/**
+ * lmdb-js (3.5) opens each event turn's transaction with an internal write whose promise nobody
+ * awaits; when that transaction fails (a full disk), the promise rejects unhandled and Node ends the
+ * process. The failure itself reaches the writes we do await (`settleLmdbWrite`), so this drops
+ * exactly those internal rejections and leaves every other unhandled rejection to Node's default.
+ */
+export const guardLmdbCommitRejections = (): void => {
+  if (lmdbRejectionsGuarded) return
+  lmdbRejectionsGuarded = true
+  process.on("unhandledRejection", (reason) => {
+    if (!isLmdbCommitFailure(reason)) throw reason
+    reason.commitError.catch(() => undefined)
+  })
+}
 
 /** One key/value pair of a store. Keys are strings; their UTF-8 order is the range order. */
 export interface Entry {
@@ -67,7 +160,8 @@ export interface Checkpoint {
   /**
    * Queues `changes` and `appliedSeq` (and `salt`) as one transaction on lmdb-js's write thread;
    * resolves when it is committed and visible. Everything queued in one JavaScript turn goes into
-   * the same LMDB transaction, in call order.
+   * the same LMDB transaction, in call order. Rejects with `DiskFullError` when the disk is full
+   * (nothing of the transaction is written), else with the commit's cause.
    */
   readonly commit: (changes: ReadonlyArray<Change>, appliedSeq: number, salt: number) => Promise<void>
   /** Applies with a writer callback (used by replay), recording `appliedSeq` in the same transaction. */
@@ -110,6 +204,7 @@ const dataView = (data: Database<unknown, string>): StoreView => ({
 export const openCheckpoint = (path: string): Effect.Effect<Checkpoint, CheckpointError> =>
   Effect.try({
     try: () => {
+      guardLmdbCommitRejections()
       const env: RootDatabase = open({ path, maxDbs: 4, compression: false })
       // JSON, not msgpack: JSON.stringify escapes lone surrogates, so every JavaScript string round-trips.
       // Keys are bytes we encode ourselves (KeyCodec.ts): lmdb-js's string keys mangle long keys with U+0000.
@@ -133,14 +228,22 @@ export const openCheckpoint = (path: string): Effect.Effect<Checkpoint, Checkpoi
         salt: () => meta.get(metaSalt),
         view,
         commit: (changes, appliedSeq, salt) => {
-          for (const [key, value] of changes) {
-            if (value === undefined) void data.remove(key)
-            else void data.put(key, value)
-          }
-          void meta.put(metaSalt, salt)
-          // Renew the read snapshot before anyone learns of the commit: the pending layer is dropped
-          // on resolution, and a read through an older snapshot would then miss the batch.
-          return meta.put(metaAppliedSeq, appliedSeq).then(() => env.resetReadTxn())
+          // lmdb-js gives the writes of one transaction one promise, but a large turn can span
+          // several: settle each distinct one, so no rejection is ever left unhandled.
+          const writes = new Set<Promise<unknown>>()
+          for (const [key, value] of changes) writes.add(value === undefined ? data.remove(key) : data.put(key, value))
+          writes.add(meta.put(metaSalt, salt))
+          writes.add(meta.put(metaAppliedSeq, appliedSeq))
+          return Promise.all([...writes].map(settleLmdbWrite)).then((failures) => {
+            const failure = failures.find((failed) => failed !== undefined)
+            if (failure !== undefined) {
+              const message = failure instanceof Error ? failure.message : String(failure)
+              throw failedForSpace(failure, path) ? new DiskFullError({ path, message }) : failure
+            }
+            // Renew the read snapshot before anyone learns of the commit: the pending layer is dropped
+            // on resolution, and a read through an older snapshot would then miss the batch.
+            env.resetReadTxn()
+          })
         },
         commitWith: (write, appliedSeq, salt) =>
           env.transactionSync(() => {

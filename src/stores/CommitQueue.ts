@@ -13,9 +13,17 @@
  * sync (docs/benchmarks.md). A commit carries the highest WAL sequence it includes, so LMDB's
  * applied sequence always matches its data; anything not yet committed is replayed from the WAL
  * after a crash. A failed commit is remembered in `failure`; the actor restarts on it.
+ *
+ * A commit that fails because the disk is full (`DiskFullError`) is not a defect: nothing of it was
+ * written, its changes stay queued (and readable through the pending layer), `diskFull` says so, and
+ * the commit is retried every `diskFullRetryMs` until it succeeds. Meanwhile the actor refuses new
+ * writes (the log still holds every acknowledged one) and `drain` does not wait for the disk.
  */
-import type { Change, Checkpoint } from "./Checkpoint.ts"
+import { type Change, type Checkpoint, DiskFullError } from "./Checkpoint.ts"
 import type { PendingView } from "./PendingView.ts"
+
+/** How often a commit refused by a full disk is tried again. */
+export const diskFullRetryMs = 1000
 
 /** When the queue starts an LMDB commit. */
 export interface CommitLimits {
@@ -43,6 +51,8 @@ export class CommitQueue {
   private idleWaiters: Array<() => void> = []
   /** The error of a failed LMDB commit, if any. */
   failure: unknown = undefined
+  /** Set while the last commit failed for want of disk space (it is being retried). */
+  diskFull: DiskFullError | undefined = undefined
 
   constructor(
     private readonly checkpoint: Checkpoint,
@@ -57,7 +67,7 @@ export class CommitQueue {
     for (const change of changes) this.queued.push(change)
     this.queuedBytes += bytes
     this.queuedSeq = seq
-    if (this.isFull() && this.inFlight === undefined && this.failure === undefined) {
+    if (this.isFull() && this.inFlight === undefined && this.failure === undefined && this.diskFull === undefined) {
       if (this.timer !== undefined) clearTimeout(this.timer)
       this.timer = undefined
       this.commitNow()
@@ -68,7 +78,10 @@ export class CommitQueue {
     return this.queued.length >= this.limits.changesMax || this.queuedBytes >= this.limits.bytesMax
   }
 
-  /** Resolves once everything enqueued so far is committed to LMDB (or a commit failed). */
+  /**
+   * Resolves once everything enqueued so far is committed to LMDB, or a commit failed (`failure`),
+   * or the disk is full (`diskFull`: what is queued stays queued).
+   */
   drain(): Promise<void> {
     if (this.isIdle()) return Promise.resolve()
     if (this.timer !== undefined) {
@@ -80,15 +93,21 @@ export class CommitQueue {
   }
 
   private isIdle(): boolean {
-    return this.inFlight === undefined && (this.queued.length === 0 || this.failure !== undefined)
+    return (
+      this.inFlight === undefined &&
+      (this.queued.length === 0 || this.failure !== undefined || this.diskFull !== undefined)
+    )
   }
 
   private schedule(): void {
     if (this.inFlight !== undefined || this.timer !== undefined || this.failure !== undefined) return
-    this.timer = setTimeout(() => {
-      this.timer = undefined
-      this.commitNow()
-    }, this.limits.intervalMs)
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined
+        this.commitNow()
+      },
+      this.diskFull !== undefined ? diskFullRetryMs : this.limits.intervalMs,
+    )
     this.timer.unref()
   }
 
@@ -98,6 +117,7 @@ export class CommitQueue {
       return
     }
     const changes = this.queued
+    const bytes = this.queuedBytes
     const seq = this.queuedSeq
     const through = this.enqueued
     this.queued = []
@@ -105,6 +125,7 @@ export class CommitQueue {
     this.inFlight = this.checkpoint.commit(changes, seq, this.salt).then(
       () => {
         this.inFlight = undefined
+        this.diskFull = undefined
         this.view.evictThrough(through)
         if (this.idleWaiters.length > 0 || this.isFull()) this.commitNow()
         else this.schedule()
@@ -112,7 +133,13 @@ export class CommitQueue {
       },
       (failure: unknown) => {
         this.inFlight = undefined
-        this.failure = failure
+        if (failure instanceof DiskFullError) {
+          // Nothing was written: the changes go back in front of what came since, to be retried.
+          this.diskFull = failure
+          this.queued = changes.concat(this.queued)
+          this.queuedBytes += bytes
+          this.schedule()
+        } else this.failure = failure
         this.wakeIdle()
       },
     )

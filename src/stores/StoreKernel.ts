@@ -20,10 +20,10 @@
  * republishes the replayed events. A failed batch whose callers are answered while the store stays
  * closed is cut from the log first (`discardUnacknowledged`), so "not applied" stays true.
  */
-import { Clock, Effect, Result, Schema } from "effect"
+import { Cause, Clock, Effect, Result, Schema } from "effect"
 import { type CommittedEvent, EventBus } from "../actors/EventBus.ts"
 import { type Checkpoint, openCheckpoint, type StoreView } from "./Checkpoint.ts"
-import { CommitQueue } from "./CommitQueue.ts"
+import { CommitQueue, diskFullRetryMs } from "./CommitQueue.ts"
 import { openLocalWal } from "./FileWal.ts"
 import {
   eventWithReplyRecordType,
@@ -36,7 +36,7 @@ import {
 import { Overlay } from "./Overlay.ts"
 import { PendingView } from "./PendingView.ts"
 import type { StoreDefinition } from "./StoreDefinition.ts"
-import type { Appended, RecoveryReport, Wal, WalStats } from "./Wal.ts"
+import { type Appended, type RecoveryReport, type Wal, WalError, type WalStats } from "./Wal.ts"
 import { WalFs } from "./WalFs.ts"
 import { batchEndFlag, type WalRecord } from "./WalRecord.ts"
 
@@ -97,6 +97,13 @@ export interface KernelHealth {
 
 /** WAL record type of a domain event (idempotency records are types 2 and 3, Idempotency.ts). */
 const eventRecordType = 1
+/**
+ * After a log write failed for want of space, writes resume once the file system has this much more
+ * room than a new segment's preallocation (a new segment is the largest allocation a write makes).
+ */
+const diskHeadroomBytes = 1024 * 1024
+/** Longest a store waits for its LMDB environment to close (see `close`). */
+const lmdbCloseTimeoutMs = 10_000
 
 /** The kernel of `definition`, stored under `options.dir`. */
 export const makeStoreKernel = <Command, Event, Reply, Failure>(
@@ -106,6 +113,7 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
   Effect.gen(function* () {
     const fs = yield* WalFs
     const bus = yield* EventBus
+    yield* Effect.addFinalizer(() => Effect.sync(() => clearInterval(spaceProbe)))
     const encodeEvent = Schema.encodeSync(definition.eventSchema)
     const decodeEvent = Schema.decodeUnknownSync(definition.eventSchema)
     let ackedSeq: number | undefined
@@ -113,6 +121,9 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
     let walSalt: number | undefined
     let recovery: RecoveryReport | undefined
     let recordsSinceCheckpoint = 0
+    /** Set when a log write failed because the disk was full, until the file system has room again. */
+    let logDiskFull: string | undefined
+    let spaceProbe: ReturnType<typeof setInterval> | undefined
 
     const committed = (seq: number, event: Event, at: number): CommittedEvent => ({
       store: definition.name,
@@ -121,35 +132,38 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
       event,
     })
 
-    const replayInto = (checkpoint: Checkpoint, salt: number, records: ReadonlyArray<WalRecord>) => {
-      const applied: Array<{ seq: number; event: Event }> = []
-      let batch: Array<{ seq: number; event: Event }> = []
-      let remembered: Array<IdempotencyRecord> = []
-      for (const record of records) {
-        const payload = JSON.parse(Buffer.from(record.payload).toString("utf8"))
-        if (record.type === idempotencyRecordType) remembered.push(payload as IdempotencyRecord)
-        else if (record.type === eventWithReplyRecordType) {
-          batch.push({ seq: record.seq, event: decodeEvent(payload.event) })
-          remembered.push(payload.remember as IdempotencyRecord)
-        } else batch.push({ seq: record.seq, event: decodeEvent(payload) })
-        if (record.flags & batchEndFlag) {
-          const events = batch
-          const records = remembered
-          checkpoint.commitWith(
-            (writer) => {
-              for (const { event } of events) definition.apply(event, writer)
-              for (const entry of records) writer.put(idempotencyStateKey(entry.key), entry)
-            },
-            record.seq,
-            salt,
-          )
-          applied.push(...events)
-          batch = []
-          remembered = []
+    /**
+     * Applies the log's records (whole batches) to the pending layer and queues them for LMDB, as
+     * live batches are: recovery writes nothing synchronously, so a store whose disk is full still
+     * opens and serves reads. Waits for LMDB whenever the pending layer holds a commit's worth, so
+     * a long tail never sits in memory whole.
+     */
+    const replayInto = (view: PendingView, commits: CommitQueue, records: ReadonlyArray<WalRecord>) =>
+      Effect.gen(function* () {
+        const applied: Array<{ seq: number; event: Event }> = []
+        let overlay = new Overlay(view)
+        let batchBytes = 0
+        for (const record of records) {
+          const payload = JSON.parse(Buffer.from(record.payload).toString("utf8"))
+          batchBytes += record.payload.length
+          let remember: IdempotencyRecord | undefined
+          if (record.type === idempotencyRecordType) remember = payload as IdempotencyRecord
+          else {
+            const event = decodeEvent(record.type === eventWithReplyRecordType ? payload.event : payload)
+            if (record.type === eventWithReplyRecordType) remember = payload.remember as IdempotencyRecord
+            definition.apply(event, overlay)
+            applied.push({ seq: record.seq, event })
+          }
+          if (remember !== undefined) overlay.put(idempotencyStateKey(remember.key), remember)
+          if (record.flags & batchEndFlag) {
+            commits.enqueue(overlay.changes(), record.seq, batchBytes)
+            overlay = new Overlay(view)
+            batchBytes = 0
+            if (view.size >= options.lmdbCommitChangesMax) yield* Effect.promise(() => commits.drain())
+          }
         }
-      }
-      return applied
-    }
+        return applied
+      })
 
     /** Opens (recovers) the store's WAL, cutting every record above `ackedSeq` when it is known. */
     const openWal = (replayAfterSeq: number, salt: number | undefined) =>
@@ -169,30 +183,60 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
         const opened = yield* openWal(checkpoint.appliedSeq(), checkpoint.salt())
         const salt = opened.wal.stats().salt
         walSalt = salt
-        const replayed = yield* Effect.try({
-          try: () => replayInto(checkpoint, salt, opened.replay),
-          catch: (cause) => cause,
-        })
-        const at = yield* Clock.currentTimeMillis
-        yield* bus.publishAll(replayed.map(({ seq, event }) => committed(seq, event, at)))
-        recovery = opened.report
-        ackedSeq = opened.wal.stats().nextSeq - 1
         const view = new PendingView(checkpoint.view)
         const commits = new CommitQueue(checkpoint, view, salt, {
           intervalMs: options.lmdbCommitIntervalMs,
           changesMax: options.lmdbCommitChangesMax,
           bytesMax: options.lmdbCommitBytesMax,
         })
+        const replayed = yield* replayInto(view, commits, opened.replay).pipe(
+          Effect.catchDefect((defect) => Effect.fail(defect)),
+          Effect.onError(() => Effect.promise(() => commits.drain())),
+        )
+        const at = yield* Clock.currentTimeMillis
+        yield* bus.publishAll(replayed.map(({ seq, event }) => committed(seq, event, at)))
+        recovery = opened.report
+        ackedSeq = opened.wal.stats().nextSeq - 1
         return { checkpoint, wal: opened.wal, salt, view, commits } satisfies Incarnation
       }).pipe(Effect.onError(() => Effect.promise(() => checkpoint.close())))
     })
 
-    /** Waits for LMDB's pending commits, then closes the log and LMDB. */
-    const close = (incarnation: Incarnation) =>
+    /**
+     * Waits for LMDB's pending commits, then closes the log and LMDB. Fails when LMDB does not close
+     * within `lmdbCloseTimeoutMs` (lmdb-js waits for its write thread, which an I/O error can leave
+     * stuck): the environment cannot be opened again in this process, so the store must not reopen.
+     */
+    const close = (incarnation: Incarnation): Effect.Effect<void, Error> =>
       Effect.gen(function* () {
         yield* Effect.promise(() => incarnation.commits.drain())
         yield* incarnation.wal.close()
-        yield* Effect.promise(() => incarnation.checkpoint.close().catch(() => undefined))
+        const closed = yield* Effect.promise(() => incarnation.checkpoint.close().catch(() => undefined)).pipe(
+          Effect.timeoutOption(lmdbCloseTimeoutMs),
+        )
+        if (closed._tag === "None") {
+          return yield* Effect.fail(
+            new Error(
+              `LMDB in ${options.dir}/lmdb did not close within ${lmdbCloseTimeoutMs / 1000} s after a failure; restart the daemon to reopen this store`,
+            ),
+          )
+        }
+      })
+
+    /** Whether a batch failed in the log (a write, a sync, a full disk), not in LMDB or a store's code. */
+    const isLogFailure = (cause: Cause.Cause<unknown>): boolean => Cause.squash(cause) instanceof WalError
+
+    /**
+     * Reopens the log alone after a log failure, cutting every record above the last acknowledged
+     * one (so the failed batch is rolled back), and keeps LMDB and the pending layer: they hold
+     * exactly the acknowledged state (a batch reaches them only after its write), so readers go on
+     * undisturbed and LMDB — which a full disk can keep from closing — is not touched.
+     */
+    const reopenLog = (incarnation: Incarnation): Effect.Effect<Incarnation, WalError> =>
+      Effect.gen(function* () {
+        yield* incarnation.wal.close()
+        const acked = ackedSeq ?? incarnation.checkpoint.appliedSeq()
+        const opened = yield* openWal(acked, walSalt)
+        return { ...incarnation, wal: opened.wal }
       })
 
     /**
@@ -211,6 +255,37 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
         Effect.catchCause(() => Effect.succeed(false)),
       )
     })
+
+    /**
+     * Notes why a batch failed: a log write refused by a full disk puts the store in the disk-full
+     * state (see `diskFull`) instead of letting each new write fail the same way, and starts probing
+     * the file system once per `diskFullRetryMs` until it has room again.
+     */
+    const noteFailure = (cause: Cause.Cause<unknown>): void => {
+      const error = Cause.squash(cause)
+      if (!(error instanceof WalError && error.reason === "DiskFull")) return
+      logDiskFull = error.message
+      if (spaceProbe !== undefined) return
+      spaceProbe = setInterval(() => {
+        void Effect.runPromise(Effect.exit(fs.freeBytes(options.dir))).then((free) => {
+          if (free._tag !== "Success" || free.value < options.walPreallocateBytes + diskHeadroomBytes) return
+          logDiskFull = undefined
+          clearInterval(spaceProbe)
+          spaceProbe = undefined
+        })
+      }, diskFullRetryMs)
+      spaceProbe.unref()
+    }
+
+    /**
+     * Why the disk is full for this store, if it is, so writes must be refused now: LMDB's commit is
+     * being retried (CommitQueue.ts), or a log write failed and the file system has not had room since.
+     */
+    const diskFull = (incarnation: Incarnation | undefined): string | undefined => {
+      const lmdb = incarnation?.commits.diskFull
+      if (lmdb !== undefined) return `LMDB cannot commit: ${lmdb.message}`
+      return logDiskFull === undefined ? undefined : `the log cannot grow: ${logDiskFull}`
+    }
 
     /** Whether a checkpoint is due once `records` more are written. */
     const checkpointDue = (records = 0) => recordsSinceCheckpoint + records >= options.checkpointRecordsInterval
@@ -231,6 +306,8 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
         }
         yield* Effect.promise(() => incarnation.commits.drain())
         if (incarnation.commits.failure !== undefined) return yield* Effect.die(incarnation.commits.failure)
+        // LMDB lags behind the log until the disk has room: nothing can be released yet.
+        if (incarnation.commits.diskFull !== undefined) return
         const appliedSeq = incarnation.checkpoint.appliedSeq()
         yield* Effect.promise(() => incarnation.checkpoint.flushed())
         // Everything in the active segment is applied and flushed: start a new one so the old can go,
@@ -325,6 +402,10 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
       open,
       close,
       discardUnacknowledged,
+      isLogFailure,
+      reopenLog,
+      noteFailure,
+      diskFull,
       checkpointDue,
       checkpoint,
       prepare,

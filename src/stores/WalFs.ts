@@ -71,6 +71,8 @@ export class WalFs extends Context.Service<
     readonly rename: (from: string, to: string) => Effect.Effect<void, FsError>
     /** Makes the directory's entries (creations, renames, removals) durable. */
     readonly syncDir: (dir: string) => Effect.Effect<void, FsError>
+    /** Bytes an unprivileged writer may still allocate on the file system holding `dir`. */
+    readonly freeBytes: (dir: string) => Effect.Effect<number, FsError>
   }
 >()("mnemos/stores/WalFs") {}
 
@@ -182,6 +184,11 @@ export const layerNode: Layer.Layer<WalFs> = Layer.succeed(
         } finally {
           await handle.close()
         }
+      }),
+    freeBytes: (dir) =>
+      attempt("statfs", dir, async () => {
+        const stats = await fsp.statfs(dir)
+        return stats.bavail * stats.bsize
       }),
   }),
 )

@@ -68,6 +68,7 @@ const readOnlyDisk: Layer.Layer<WalFs> = Layer.effect(
       remove: () => Effect.void,
       rename: () => Effect.void,
       syncDir: () => Effect.void,
+      freeBytes: real.freeBytes,
     })
   }),
 ).pipe(Layer.provide(layerNode))

@@ -69,13 +69,12 @@ import {
   Ulid,
 } from "../conversations/Model.ts"
 import type { StoreView } from "../stores/Checkpoint.ts"
-import { inputSchemaOf, makeTool, type Tool, ToolError, type ToolOutput } from "./Tool.ts"
+import { inputSchemaOf, makeTool, storeToolError, type Tool, ToolError, type ToolOutput } from "./Tool.ts"
 
 /** Maps store and domain failures to the seed's error codes. */
 export const toConversationToolError = (error: ConversationFailure | StoreError): ToolError => {
   if (error instanceof StoreError) {
-    const code = error.reason === "Corrupt" ? "CORRUPT_STORE" : error.reason === "WriteFailed" ? "IO_ERROR" : "BUSY"
-    return new ToolError({ code, message: error.message })
+    return storeToolError(error)
   }
   if (error._tag === "GenerationRefused")
     return new ToolError({ code: error.reason === "Busy" ? "BUSY" : "VALIDATION_ERROR", message: error.message })

@@ -26,15 +26,22 @@ import {
 } from "../graph/Model.ts"
 import type { StoreView } from "../stores/Checkpoint.ts"
 import { type OfficialToolName, officialDeletionMessages, officialToolDefinition } from "./officialToolDefinitions.ts"
-import { inputSchemaOf, makeTool, type Tool, type ToolCaller, ToolError, type ToolOutput } from "./Tool.ts"
+import {
+  inputSchemaOf,
+  makeTool,
+  storeToolError,
+  type Tool,
+  type ToolCaller,
+  ToolError,
+  type ToolOutput,
+} from "./Tool.ts"
 
 const items = <S extends Schema.Top>(schema: S) => Schema.Array(schema).check(Schema.isMaxLength(batchItemsMax))
 
 /** Maps store and domain failures to tool errors. */
 export const toToolError = (error: GraphFailure | StoreError): ToolError => {
   if (error instanceof StoreError) {
-    const code = error.reason === "Corrupt" ? "CORRUPT_STORE" : error.reason === "WriteFailed" ? "IO_ERROR" : "BUSY"
-    return new ToolError({ code, message: error.message })
+    return storeToolError(error)
   }
   if (error._tag === "EntityNotFound") return new ToolError({ code: "NOT_FOUND", message: error.message })
   return new ToolError({ code: error.reason === "NotFound" ? "NOT_FOUND" : "VALIDATION_ERROR", message: error.message })

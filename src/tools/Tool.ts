@@ -11,6 +11,7 @@ import type { GetPromptResult } from "@modelcontextprotocol/sdk/types.js"
 import { type Effect, Schema } from "effect"
 import type { EventBus } from "../actors/EventBus.ts"
 import type { Router } from "../actors/Router.ts"
+import type { StoreError } from "../actors/StoreActor.ts"
 import type { AuditLedger } from "../engineering/AuditLedger.ts"
 import type { GraphSearch } from "../graph/GraphSearch.ts"
 import type { SearchIndexer } from "../search/Indexer.ts"
@@ -33,6 +34,18 @@ export class ToolError extends Schema.TaggedError<ToolError>()("ToolError", {
   code: ToolErrorCode,
   message: Schema.String,
 }) {}
+
+/** A store that could not serve a call, as the tool error the caller sees (the message says why). */
+export const storeToolError = (error: StoreError): ToolError =>
+  new ToolError({
+    code:
+      error.reason === "Corrupt"
+        ? "CORRUPT_STORE"
+        : error.reason === "WriteFailed" || error.reason === "DiskFull"
+          ? "IO_ERROR"
+          : "BUSY",
+    message: error.message,
+  })
 
 /** MCP tool annotations. */
 export interface ToolAnnotations {

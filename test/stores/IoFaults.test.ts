@@ -1,6 +1,7 @@
 /**
  * I/O faults under a running store, injected with the simulated disk's `failAfter`: a write, an
  * fdatasync, or a write failing with ENOSPC (`NoSpace`), once or persistently (until `clearFaults`).
+ * A full disk is its own case: the store refuses writes and resumes by itself, it does not restart.
  *
  * Each test acknowledges writes first (enough to rotate and release WAL segments), then injects the
  * fault and sends more. It checks that the callers of a failed batch get a `StoreError` and never
@@ -79,6 +80,15 @@ const waitUntil = (what: string, condition: () => boolean) =>
     }
     return yield* Effect.die(new Error(`condition never held: ${what}`))
   })
+
+/** Waits in real time (the disk-full probe runs on a timer) until `condition` holds, at most 20 s. */
+const waitFor = (what: string, condition: () => boolean) =>
+  guard(
+    what,
+    Effect.gen(function* () {
+      while (!condition()) yield* Effect.sleep("10 millis")
+    }),
+  )
 
 interface Answer {
   readonly key: string
@@ -200,7 +210,6 @@ const withFaultedStore = (
 const faults = [
   { name: "a write fails", op: "write", kind: "Io" },
   { name: "an fdatasync fails", op: "fdatasync", kind: "Io" },
-  { name: "a write fails with ENOSPC", op: "write", kind: "NoSpace" },
 ] as const
 
 // ---------------------------------------------------------------------------------------------
@@ -341,32 +350,84 @@ describe("I/O faults on the simulated disk", () => {
       ),
   )
 
-  // Every reopen succeeds here, and every incarnation fails before committing a batch: the failures
-  // still count as consecutive, so the store fails fast instead of retrying forever.
-  it.live("a disk that stays full: after failFastAfterRestarts failed attempts, waiting callers get Unavailable", () =>
-    withFaultedStore(optionsFor, (store, disk, acked) =>
-      Effect.gen(function* () {
-        disk.failAfter(0, { op: "write", kind: "NoSpace", persistent: true })
-        const failFast = 3
-        const during = yield* sendEach(
-          store,
-          range(0, 2 * failFast + 1).map((i) => `during-${i}`),
-        )
-        assert.deepStrictEqual(
-          during.filter((answer) => answer.outcome === "ok"),
-          [],
-        )
-        const outcomes = during.map((answer) => answer.outcome)
-        assert.include(
-          outcomes,
-          "Unavailable",
-          `after ${during.length} failed writes on a full disk: ${JSON.stringify(outcomes)}, restarts ${store.health().restarts}, state ${store.health().state}`,
-        )
-        disk.clearFaults()
-        yield* waitUntil("the store runs again", () => store.health().state === "running")
-        return acked
-      }),
-    ),
+  it.live(
+    "a write fails with ENOSPC once: its batch gets DiskFull and is not applied; writes resume by themselves once the file system has room, after one restart",
+    () =>
+      withFaultedStore(optionsFor, (store, disk, acked) =>
+        Effect.gen(function* () {
+          disk.failAfter(0, { op: "write", kind: "NoSpace" })
+          const during = yield* sendAll(
+            store,
+            range(0, 9).map((i) => `during-${i}`),
+          )
+          assert.strictEqual(during[0]!.outcome, "DiskFull")
+          for (const answer of during) assert.include(["ok", "DiskFull"], answer.outcome, JSON.stringify(answer))
+          assert.include(during[0]!.message, "is full")
+          assert.include(during[0]!.message, "rolled back and not applied")
+          // The file system reports room again (the fault was one-shot): the probe lets writes resume.
+          yield* waitFor("writes resume", () => store.health().state === "running")
+          const expected = { ...acked, ...expectedState(during) }
+          assert.deepStrictEqual(yield* store.read(readAll), expected)
+          const after = yield* sendAll(
+            store,
+            range(0, 9).map((i) => `after-${i}`),
+          )
+          assert.deepStrictEqual(
+            after.map((answer) => answer.outcome),
+            after.map(() => "ok"),
+          )
+          assert.strictEqual(store.health().restarts, 1)
+          const final = { ...expected, ...expectedState(after) }
+          assert.deepStrictEqual(yield* store.read(readAll), final)
+          return final
+        }),
+      ),
+  )
+
+  // A full disk is not a defect to restart on: the store stays up, serves reads, refuses writes at
+  // once with a clear error, and resumes by itself (docs/durability.md, "A full disk").
+  it.live(
+    "a disk that stays full: reads serve every acknowledged write, every write gets DiskFull at once without a restart loop, health says degraded; writes resume by themselves once space returns",
+    () =>
+      withFaultedStore(optionsFor, (store, disk, acked) =>
+        Effect.gen(function* () {
+          disk.failAfter(0, { op: "write", kind: "NoSpace", persistent: true })
+          const concurrent = yield* sendAll(
+            store,
+            range(0, 9).map((i) => `during-${i}`),
+          )
+          const sequential = yield* sendEach(
+            store,
+            range(10, 19).map((i) => `during-${i}`),
+          )
+          const during = [...concurrent, ...sequential]
+          assert.deepStrictEqual(
+            during.filter((answer) => answer.outcome !== "DiskFull"),
+            [],
+          )
+          for (const answer of during) assert.include(answer.message, "resume by themselves once space is freed")
+          // Only the batch that met the full disk restarted the actor; the rest were refused up front.
+          assert.strictEqual(store.health().restarts, 1)
+          assert.strictEqual(store.health().state, "degraded")
+          assert.include(store.health().lastError ?? "", "disk full")
+          assert.deepStrictEqual(yield* store.read(readAll), acked)
+
+          disk.clearFaults()
+          yield* waitFor("writes resume", () => store.health().state === "running")
+          const after = yield* sendAll(
+            store,
+            range(0, 9).map((i) => `after-${i}`),
+          )
+          assert.deepStrictEqual(
+            after.map((answer) => answer.outcome),
+            after.map(() => "ok"),
+          )
+          assert.strictEqual(store.health().restarts, 1)
+          const final = { ...acked, ...expectedState(after) }
+          assert.deepStrictEqual(yield* store.read(readAll), final)
+          return final
+        }),
+      ),
   )
 
   // A batch whose durable write succeeded is answered before the checkpoint that follows it: a

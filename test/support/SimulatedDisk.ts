@@ -277,8 +277,16 @@ export class SimulatedDisk {
           this.pending = this.pending.filter((op) => op.changes.length > 0)
           this.stats.syncDirs++
         }),
+      // A disk with a persistent no-space fault armed is full; otherwise it has room to spare.
+      freeBytes: (dir) =>
+        this.act("statfs", dir, false, () =>
+          this.faults.some((fault) => fault.kind === "NoSpace" && fault.persistent) ? 0 : this.freeBytesWhenNotFull,
+        ),
     })
   }
+
+  /** What `freeBytes` reports while no persistent no-space fault is armed. */
+  freeBytesWhenNotFull = 2 ** 40
 
   private lookup(path: string): Inode | undefined {
     return this.dirs.get(posix.dirname(path))?.written.get(posix.basename(path))

@@ -212,6 +212,8 @@ type DaemonOptions = {
   readonly udpPort?: number
   readonly args?: ReadonlyArray<string>
   readonly env?: Record<string, string>
+  /** Runs the daemon through this command (it must end by executing its arguments), e.g. `unshare`. */
+  readonly through?: ReadonlyArray<string>
 }
 
 /** Starts a daemon; a port this harness chose that was taken meanwhile is chosen again (twice at most). */
@@ -232,9 +234,9 @@ const startDaemonOnce = async (options: DaemonOptions): Promise<DaemonProcess> =
   const udpPort = options.udpPort ?? port + 1
   const dataDir = options.dataDir ?? tempDir()
   dataDirs.add(dataDir)
-  const child = spawn(
+  const argv = [
     process.execPath,
-    cliArgs(
+    ...cliArgs(
       "serve",
       "--data-dir",
       dataDir,
@@ -246,8 +248,13 @@ const startDaemonOnce = async (options: DaemonOptions): Promise<DaemonProcess> =
       String(udpPort),
       ...(options.args ?? []),
     ),
-    { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...options.env } },
-  )
+  ]
+  const [command, ...args] = [...(options.through ?? []), ...argv] as [string, ...Array<string>]
+  const child = spawn(command, args, {
+    cwd: repoRoot,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, ...options.env },
+  })
   children.add(child)
   let output = ""
   child.stdout!.on("data", (chunk) => (output += chunk))

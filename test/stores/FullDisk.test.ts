@@ -1,0 +1,128 @@
+/**
+ * A full disk under a real daemon: the stores' directory is a small tmpfs (mounted in a private
+ * mount namespace with `unshare`, so no privileges are needed where user namespaces are allowed),
+ * partly taken by a ballast file. Writes fill it until LMDB and the log have no room; the daemon
+ * must stay up, refuse writes with an error naming the full disk, keep serving reads (every
+ * acknowledged write among them), say `degraded` in its health, and take writes again by itself
+ * once the ballast is removed (docs/durability.md, "A full disk").
+ */
+import { existsSync, mkdirSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { afterAll, assert, describe, it } from "@effect/vitest"
+import type { StoreHealth } from "../../src/actors/StoreActor.ts"
+import {
+  apiGet,
+  authHeaders,
+  callTool,
+  cleanup,
+  connectClient,
+  type DaemonProcess,
+  runCli,
+  sleep,
+  startDaemon,
+  tempDir,
+  waitFor,
+} from "../transports/harness.ts"
+
+/** The tmpfs under the stores, and the part of it the ballast takes. */
+const storesTmpfsBytes = 40 * 1024 * 1024
+const ballastBytes = 8 * 1024 * 1024
+/** One write: an entity with three observations of 60 kB (each under the 64 KiB limit). */
+const observationBytes = 60_000
+
+/**
+ * Mounts a tmpfs on the stores' directory, lays the ballast, and removes it once `flag` exists; then
+ * runs the daemon (the arguments after the script), in the same private mount namespace.
+ */
+const mountScript = `
+set -e
+mkdir -p "$MNEMOS_TEST_STORES"
+mount -t tmpfs -o size=${storesTmpfsBytes} tmpfs "$MNEMOS_TEST_STORES"
+head -c ${ballastBytes} /dev/zero > "$MNEMOS_TEST_STORES/ballast"
+( while [ ! -e "$MNEMOS_TEST_FREE" ]; do sleep 0.1; done; rm -f "$MNEMOS_TEST_STORES/ballast" ) &
+exec "$@"
+`
+
+const graphHealth = async (daemon: DaemonProcess): Promise<StoreHealth> => {
+  const stats = await apiGet<{ stores: ReadonlyArray<StoreHealth> }>(daemon, "/api/stats")
+  return stats.stores.find((store) => store.name === "graph")!
+}
+
+afterAll(cleanup)
+
+describe("a full disk under the daemon", () => {
+  it("refuses writes with a clear error, keeps serving reads and every acknowledged write, says degraded, and writes again by itself once space returns", async () => {
+    const dataDir = tempDir("mnemos-full-disk-")
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+    const freeFlag = join(dataDir, "free-the-ballast")
+    const daemon = await startDaemon({
+      dataDir,
+      through: ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", mountScript, "sh"],
+      env: { MNEMOS_TEST_STORES: join(dataDir, "stores"), MNEMOS_TEST_FREE: freeFlag },
+    })
+    const client = await connectClient("streamable-http", daemon.url, { headers: authHeaders(dataDir) })
+    const observation = (name: string, part: string) => `${part}${name}`.padEnd(observationBytes, "x")
+    const acknowledged: Array<string> = []
+    let refusal: string | undefined
+    for (let index = 0; index < 400 && refusal === undefined; index++) {
+      const name = `entity-${index}`
+      const result = await callTool(
+        client,
+        "create_entities",
+        {
+          entities: [
+            {
+              name,
+              entityType: "filler",
+              observations: ["a", "b", "c"].map((part) => observation(name, part)),
+            },
+          ],
+        },
+        30_000,
+      )
+      if (result.isError) refusal = result.text
+      else acknowledged.push(name)
+    }
+    assert.isDefined(refusal, `${acknowledged.length} writes of 180 kB fit on a ${storesTmpfsBytes >> 20} MiB disk`)
+    assert.include(refusal!, "is full")
+    assert.include(refusal!, "writes resume by themselves once space is freed")
+    assert.isAbove(acknowledged.length, 10)
+    assert.isNull((await Promise.race([daemon.exited, sleep(500)])) ?? null, "the daemon is still running")
+
+    // Writes are refused at once; reads serve every acknowledged write.
+    const again = await callTool(client, "create_entities", {
+      entities: [{ name: "while-full", entityType: "t", observations: ["x"] }],
+    })
+    assert.isTrue(again.isError)
+    assert.include(again.text, "is full")
+    const read = await callTool(client, "open_nodes", { names: acknowledged })
+    assert.isFalse(read.isError, read.text)
+    const entities = (read.structured as { entities: ReadonlyArray<{ name: string }> }).entities
+    assert.deepStrictEqual(
+      entities.map((entity) => entity.name),
+      acknowledged,
+    )
+    assert.strictEqual((await graphHealth(daemon)).state, "degraded")
+    const health = await runCli(["health", "--data-dir", dataDir])
+    assert.include(health.output, "degraded")
+    assert.include(health.output, "disk full")
+
+    // Space returns: writes resume without a restart by hand.
+    writeFileSync(freeFlag, "")
+    const resumed = await waitFor(
+      "a write after the ballast is gone",
+      async () => {
+        const result = await callTool(client, "create_entities", {
+          entities: [{ name: "after-space-returned", entityType: "t", observations: ["small"] }],
+        })
+        return result.isError ? undefined : result
+      },
+      30_000,
+    )
+    assert.isFalse(resumed.isError)
+    assert.strictEqual((await graphHealth(daemon)).state, "running")
+    assert.isTrue(existsSync(freeFlag))
+    assert.isNull((await Promise.race([daemon.exited, sleep(100)])) ?? null, "the daemon is still running")
+    await daemon.stop()
+  })
+})
