@@ -5,7 +5,7 @@
  * the event bus and the router with every domain store. Closing the layer's scope drains every
  * store's mailbox, flushes, and releases the lock last.
  */
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import * as EventBus from "./actors/EventBus.ts"
 import * as Router from "./actors/Router.ts"
 import type { StoreOptions } from "./actors/StoreActor.ts"
@@ -58,3 +58,28 @@ export const layer = (config: EngineConfig) => {
     Layer.provideMerge(core),
   )
 }
+
+/** What `compactAll` did, per store and for search. */
+export interface CompactAllReport {
+  readonly stores: ReadonlyArray<{
+    readonly store: string
+    readonly keys: number
+    readonly bytesBefore: number
+    readonly bytesAfter: number
+  }>
+  readonly search: { readonly bytesBefore: number; readonly bytesAfter: number }
+}
+
+/**
+ * Compacts the named stores (every store when none is named) one after another, then search's files:
+ * afterwards nothing deleted (or overwritten) before the call is in any file of the data directory
+ * but the audit ledger's names and titles (docs/durability.md, "Deleted means gone").
+ */
+export const compactAll = (names?: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const router = yield* Router.Router
+    const stores = []
+    for (const store of names ?? router.names()) stores.push({ store, ...(yield* router.compact(store)) })
+    const search = yield* (yield* SearchIndexer.SearchIndexer).compact
+    return { stores, search } satisfies CompactAllReport
+  })

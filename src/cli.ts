@@ -6,6 +6,7 @@ import { NodeServices } from "@effect/platform-node"
 import { Effect, Logger } from "effect"
 import { Command } from "effect/cli"
 import { versionLine } from "./cli/BuildInfo.ts"
+import { compactCommand } from "./cli/CompactCommand.ts"
 import { configCommand } from "./cli/ConfigCommand.ts"
 import { dashboardCommand } from "./cli/DashboardCommand.ts"
 import { doctorCommand } from "./cli/DoctorCommand.ts"
@@ -34,6 +35,7 @@ const mnemos = Command.make("mnemos").pipe(
     doctorCommand,
     healthCommand,
     repairCommand,
+    compactCommand,
     configCommand,
   ]),
   withForceFlag,

@@ -19,6 +19,7 @@
  * split in two to start this overlap (`SplitPolicy`).
  */
 import { type Cause, Deferred, Effect, Exit, Result } from "effect"
+import type { StoreError } from "../stores/StoreError.ts"
 import type { Incarnation, Prepared, StoreKernel, Submitted, Written } from "../stores/StoreKernel.ts"
 import type { Appended } from "../stores/Wal.ts"
 import type { Envelope, Mailbox } from "./Mailbox.ts"
@@ -91,15 +92,15 @@ class SplitPolicy {
 }
 
 /**
- * Serves batches of one store actor through its kernel (see the module docblock). Its callers may be
- * answered with `Failure` (the domain's) or, by the actor, with `ActorError`.
+ * Serves batches of one store actor through its kernel (see the module docblock). Its callers are
+ * answered with their reply, a `Failure` of the domain's, or a `StoreError`.
  */
-export class BatchPipeline<Command, Event, Reply, Failure, ActorError> {
+export class BatchPipeline<Command, Event, Reply, Failure> {
   private readonly split: SplitPolicy
 
   constructor(
     private readonly kernel: StoreKernel<Command, Event, Reply, Failure>,
-    private readonly mailbox: Mailbox<Command, Reply, Failure | ActorError>,
+    private readonly mailbox: Mailbox<Command, Reply, Failure | StoreError>,
     splitMode: BatchSplit,
     /** False once the actor refuses new work (shutdown): no more followers are taken. */
     private readonly accepting: () => boolean,
@@ -114,9 +115,9 @@ export class BatchPipeline<Command, Event, Reply, Failure, ActorError> {
    * docblock). Fails, with `mailbox.inFlight` holding the batch whose write failed, when a write or a
    * decision fails; the supervisor answers those callers after the rollback.
    */
-  run(incarnation: Incarnation, taken: ReadonlyArray<Envelope<Command, Reply, Failure | ActorError>>, follow: boolean) {
+  run(incarnation: Incarnation, taken: ReadonlyArray<Envelope<Command, Reply, Failure | StoreError>>, follow: boolean) {
     const { kernel, mailbox, split, accepting, onCommitted } = this
-    type Env = Envelope<Command, Reply, Failure | ActorError>
+    type Env = Envelope<Command, Reply, Failure | StoreError>
     interface Batch {
       readonly batch: ReadonlyArray<Env>
       readonly prepared: Prepared<Event, Reply, Failure>
@@ -208,7 +209,10 @@ export class BatchPipeline<Command, Event, Reply, Failure, ActorError> {
         const waiting = () => following && accepting() && mailbox.size() > 0
         // Callers answered in the last round have sent again by now (answering a caller runs it up
         // to its next wait): decide what they sent.
-        if (held === undefined && waiting()) held = yield* mailbox.takeQueued()
+        if (held === undefined && waiting()) {
+          const followers = yield* mailbox.takeFollowers()
+          if (followers.length > 0) held = followers
+        }
         if (held !== undefined) {
           yield* queueNext(yield* prepareNext(current, joinWrite(writing), held))
           held = undefined
@@ -226,11 +230,11 @@ export class BatchPipeline<Command, Event, Reply, Failure, ActorError> {
         if (writing !== undefined) split.writeMs.add(writtenAt - writeStartedAt)
         writeStartedAt = writtenAt
         const appended = written.value
-        if (next === undefined && brokenLog === undefined && waiting()) {
+        const late = next === undefined && brokenLog === undefined && waiting() ? yield* mailbox.takeFollowers() : []
+        if (late.length > 0) {
           // Callers that sent during the write without being seen above: decided now, not overlapped
           // this time, but as a batch of their own, so the two groups of callers stay apart.
-          const batch = yield* mailbox.takeQueued()
-          yield* queueNext(yield* prepareNext(current, Effect.succeed(appended), batch))
+          yield* queueNext(yield* prepareNext(current, Effect.succeed(appended), late))
           writeStartedAt = performance.now()
         }
         yield* finish(current, appended)

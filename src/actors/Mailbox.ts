@@ -10,6 +10,10 @@
  *   write then failed, or not decided at all). The next incarnation serves them before the queue,
  *   in their original order.
  *
+ * Besides commands the queue carries controls: work that needs the store to itself between batches
+ * (a compaction). A control is served in its place in the queue: after every command sent before it,
+ * before every command sent after it, and never inside a batch.
+ *
  * Ending the queue (`end`, at shutdown) refuses later offers; senders already waiting for room
  * still get in, which is why `clearWaiting` is called until it finds nothing.
  */
@@ -22,14 +26,34 @@ export interface Envelope<Command, Reply, Failure> {
   readonly reply: Deferred.Deferred<Reply, Failure>
 }
 
+/** Work that needs the store to itself between batches; `reply` is answered like a command's. */
+export interface Control {
+  readonly _tag: "Control"
+  readonly name: string
+  // biome-ignore lint/suspicious/noExplicitAny: each control answers with its own types; the mailbox only carries it
+  readonly reply: Deferred.Deferred<any, any>
+}
+
+/** What the queue holds. */
+export type Item<Command, Reply, Failure> = Envelope<Command, Reply, Failure> | Control
+
+/** True for a control (as opposed to a command). */
+export const isControl = <Command, Reply, Failure>(item: Item<Command, Reply, Failure>): item is Control =>
+  "_tag" in item && item._tag === "Control"
+
+/** The next thing to serve: a batch of commands, or one control. */
+export type Next<Command, Reply, Failure> =
+  | { readonly _tag: "Commands"; readonly commands: ReadonlyArray<Envelope<Command, Reply, Failure>> }
+  | { readonly _tag: "Control"; readonly control: Control }
+
 /** The queue and the actor's held commands. */
 export class Mailbox<Command, Reply, Failure> {
   /** The batch being written; see the module docblock. */
   inFlight: ReadonlyArray<Envelope<Command, Reply, Failure>> = []
-  private requeued: ReadonlyArray<Envelope<Command, Reply, Failure>> = []
+  private requeued: ReadonlyArray<Item<Command, Reply, Failure>> = []
 
   private constructor(
-    private readonly queue: Queue.Queue<Envelope<Command, Reply, Failure>, Cause.Done>,
+    private readonly queue: Queue.Queue<Item<Command, Reply, Failure>, Cause.Done>,
     /** Most commands taken at once (`batchCommandsMax`). */
     readonly batchMax: number,
   ) {}
@@ -37,18 +61,18 @@ export class Mailbox<Command, Reply, Failure> {
   /** A mailbox holding at most `capacity` commands, served at most `batchMax` at a time. */
   static make = <Command, Reply, Failure>(capacity: number, batchMax: number) =>
     Effect.map(
-      Queue.bounded<Envelope<Command, Reply, Failure>, Cause.Done>(capacity),
+      Queue.bounded<Item<Command, Reply, Failure>, Cause.Done>(capacity),
       (queue) => new Mailbox(queue, batchMax),
     )
 
-  /** Puts `envelope` in the queue if there is room now; false when full or ended. */
-  offerUnsafe(envelope: Envelope<Command, Reply, Failure>): boolean {
-    return Queue.offerUnsafe(this.queue, envelope)
+  /** Puts `item` in the queue if there is room now; false when full or ended. */
+  offerUnsafe(item: Item<Command, Reply, Failure>): boolean {
+    return Queue.offerUnsafe(this.queue, item)
   }
 
-  /** Puts `envelope` in the queue, waiting for room; false once the mailbox has ended. */
-  offer(envelope: Envelope<Command, Reply, Failure>): Effect.Effect<boolean> {
-    return Queue.offer(this.queue, envelope)
+  /** Puts `item` in the queue, waiting for room; false once the mailbox has ended. */
+  offer(item: Item<Command, Reply, Failure>): Effect.Effect<boolean> {
+    return Queue.offer(this.queue, item)
   }
 
   /** Commands waiting in the queue (not counting the held ones). */
@@ -56,35 +80,68 @@ export class Mailbox<Command, Reply, Failure> {
     return Queue.sizeUnsafe(this.queue)
   }
 
-  /** The next batch: requeued commands first, else one to `batchMax` from the queue (waiting for one). */
-  takeBatch(): Effect.Effect<ReadonlyArray<Envelope<Command, Reply, Failure>>, Cause.Done> {
+  /**
+   * The next thing to serve, waiting for one: a control, or commands up to `batchMax` — requeued
+   * ones first, never past a control (what follows it waits for it).
+   */
+  takeNext(): Effect.Effect<Next<Command, Reply, Failure>, Cause.Done> {
     if (this.requeued.length > 0) {
-      const batch = this.requeued.slice(0, this.batchMax)
-      this.requeued = this.requeued.slice(this.batchMax)
-      return Effect.succeed(batch)
+      const [head, ...rest] = this.requeued
+      if (isControl(head!)) {
+        this.requeued = rest
+        return Effect.succeed({ _tag: "Control", control: head })
+      }
+      return Effect.succeed({
+        _tag: "Commands",
+        commands: this.cutAtControl(this.requeued, (left) => (this.requeued = left)),
+      })
     }
-    return this.takeQueued()
+    return Effect.map(Queue.takeBetween(this.queue, 1, this.batchMax), (taken) => {
+      const head = taken[0]!
+      if (isControl(head)) {
+        this.requeued = taken.slice(1)
+        return { _tag: "Control", control: head } as const
+      }
+      return { _tag: "Commands", commands: this.cutAtControl(taken, (left) => this.requeue(left)) } as const
+    })
   }
 
-  /** One to `batchMax` commands from the queue, waiting for one; fails with `Done` once it ended. */
-  takeQueued(): Effect.Effect<ReadonlyArray<Envelope<Command, Reply, Failure>>, Cause.Done> {
-    return Queue.takeBetween(this.queue, 1, this.batchMax)
+  /**
+   * Commands that arrived meanwhile, to follow a batch being written: up to `batchMax` from the queue,
+   * none while anything is held (it goes first) and none past a control. May be empty.
+   */
+  takeFollowers(): Effect.Effect<ReadonlyArray<Envelope<Command, Reply, Failure>>, Cause.Done> {
+    if (this.requeued.length > 0 || this.size() === 0) return Effect.succeed([])
+    return Effect.map(Queue.takeBetween(this.queue, 1, this.batchMax), (taken) =>
+      this.cutAtControl(taken, (left) => this.requeue(left)),
+    )
   }
 
-  /** Hands commands back, to be served before everything else, in this order. */
-  requeue(envelopes: ReadonlyArray<Envelope<Command, Reply, Failure>>): void {
-    if (envelopes.length > 0) this.requeued = [...envelopes, ...this.requeued]
+  /** The commands of `items` before the first control (at most `batchMax`); `keep` gets the rest. */
+  private cutAtControl(
+    items: ReadonlyArray<Item<Command, Reply, Failure>>,
+    keep: (rest: ReadonlyArray<Item<Command, Reply, Failure>>) => void,
+  ): ReadonlyArray<Envelope<Command, Reply, Failure>> {
+    let end = 0
+    while (end < items.length && end < this.batchMax && !isControl(items[end]!)) end++
+    keep(items.slice(end))
+    return items.slice(0, end) as ReadonlyArray<Envelope<Command, Reply, Failure>>
   }
 
-  /** Every requeued command, removed. */
-  takeAllRequeued(): ReadonlyArray<Envelope<Command, Reply, Failure>> {
+  /** Hands items back, to be served before everything else, in this order. */
+  requeue(items: ReadonlyArray<Item<Command, Reply, Failure>>): void {
+    if (items.length > 0) this.requeued = [...items, ...this.requeued]
+  }
+
+  /** Every requeued item, removed. */
+  takeAllRequeued(): ReadonlyArray<Item<Command, Reply, Failure>> {
     const all = this.requeued
     this.requeued = []
     return all
   }
 
-  /** Every command waiting to be served, removed: the requeued ones, then the queue. */
-  clearWaiting(): Effect.Effect<Array<Envelope<Command, Reply, Failure>>> {
+  /** Every item waiting to be served, removed: the requeued ones, then the queue. */
+  clearWaiting(): Effect.Effect<Array<Item<Command, Reply, Failure>>> {
     return Effect.map(Queue.clear(this.queue), (queued) => [...this.takeAllRequeued(), ...queued])
   }
 
@@ -94,9 +151,9 @@ export class Mailbox<Command, Reply, Failure> {
   }
 }
 
-/** Answers every envelope with `error`. */
-export const failAll = <Command, Reply, Failure>(
-  envelopes: Iterable<Envelope<Command, Reply, Failure>>,
+/** Answers every item (command or control) with `error`. */
+export const failAll = <Failure>(
+  // biome-ignore lint/suspicious/noExplicitAny: commands and controls succeed with different types; failing ignores them
+  items: Iterable<{ readonly reply: Deferred.Deferred<any, Failure> }>,
   error: Failure,
-): Effect.Effect<void> =>
-  Effect.forEach(envelopes, (envelope) => Deferred.fail(envelope.reply, error), { discard: true })
+): Effect.Effect<void> => Effect.forEach(items, (item) => Deferred.fail(item.reply, error), { discard: true })

@@ -9,6 +9,8 @@
  */
 import { Context, Effect, Layer, Schema, type Scope } from "effect"
 import type { AnyStoreDefinition, StoreDefinition } from "../stores/StoreDefinition.ts"
+import type { StoreError } from "../stores/StoreError.ts"
+import type { CompactionReport } from "../stores/StoreKernel.ts"
 import type { WalFs } from "../stores/WalFs.ts"
 import type { EventBus } from "./EventBus.ts"
 import { defaultStoreOptions, makeStore, type Store, type StoreHealth, type StoreOptions } from "./StoreActor.ts"
@@ -27,6 +29,10 @@ export class Router extends Context.Service<
       definition: StoreDefinition<Command, Event, Reply, Failure>,
     ) => Store<Command, Reply, Failure>
     readonly dispatch: (storeName: string, command: unknown) => Effect.Effect<unknown, unknown>
+    /** Compacts the named store (see `Store.compact`). */
+    readonly compact: (storeName: string) => Effect.Effect<CompactionReport, RouterError | StoreError>
+    /** The names of the stores, in registration order. */
+    readonly names: () => ReadonlyArray<string>
     readonly health: () => ReadonlyArray<StoreHealth>
   }
 >()("mnemos/actors/Router") {}
@@ -71,6 +77,13 @@ export const makeRouter = (
           Effect.flatMap((decoded) => entry.store.send(decoded)),
         )
       },
+      compact: (storeName) => {
+        const entry = stores.get(storeName)
+        if (entry === undefined)
+          return Effect.fail(new RouterError({ reason: "UnknownStore", message: `no store named "${storeName}"` }))
+        return entry.store.compact()
+      },
+      names: () => [...stores.keys()],
       health: () => [...stores.values()].map(({ store }) => store.health()),
     })
   })

@@ -36,17 +36,24 @@
  * both files are closed. A batch whose write failed (then, or before, waiting for its restart) is
  * answered after the log is cut, as above.
  */
-import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, Latch, Schema, type Scope } from "effect"
+import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, Latch, type Scope } from "effect"
 import type { StoreView } from "../stores/Checkpoint.ts"
 import { defaultPreallocateBytes } from "../stores/FileWal.ts"
 import { idempotencyKeyLengthMax } from "../stores/Idempotency.ts"
 import type { StoreDefinition } from "../stores/StoreDefinition.ts"
-import { type Incarnation, type KernelOptions, makeStoreKernel } from "../stores/StoreKernel.ts"
+import { StoreError } from "../stores/StoreError.ts"
+import {
+  type CompactionReport,
+  type CompactionStep,
+  type Incarnation,
+  type KernelOptions,
+  makeStoreKernel,
+} from "../stores/StoreKernel.ts"
 import { type RecoveryReport, WalError, type WalStats } from "../stores/Wal.ts"
 import type { WalFs } from "../stores/WalFs.ts"
 import { BatchPipeline, type BatchSplit } from "./BatchPipeline.ts"
 import type { EventBus } from "./EventBus.ts"
-import { type Envelope, failAll, Mailbox } from "./Mailbox.ts"
+import { type Control, type Envelope, failAll, isControl, Mailbox } from "./Mailbox.ts"
 
 /** Limits and timings of one store actor. */
 export interface StoreOptions extends KernelOptions {
@@ -61,6 +68,8 @@ export interface StoreOptions extends KernelOptions {
    * tests use it to exercise the pipeline), "never".
    */
   readonly batchSplit: BatchSplit
+  /** Test seam: runs after each step of a compaction (a crash test cuts the power there). */
+  readonly onCompactionStep?: (step: CompactionStep) => Effect.Effect<void>
 }
 
 /** Defaults used by the daemon; tests shrink them. */
@@ -78,13 +87,6 @@ export const defaultStoreOptions: Omit<StoreOptions, "dir"> = {
   failFastAfterRestarts: 5,
   batchSplit: "adaptive",
 }
-
-/** Why a store could not serve a call (as opposed to a domain failure of the command itself). */
-export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", {
-  store: Schema.String,
-  reason: Schema.Literals(["WriteFailed", "DiskFull", "Unavailable", "Corrupt", "ShuttingDown"]),
-  message: Schema.String,
-}) {}
 
 /** A snapshot of a store's condition, for health reports. */
 export interface StoreHealth {
@@ -110,6 +112,11 @@ export interface Store<Command, Reply, Failure> {
   readonly send: (command: Command, options?: SendOptions) => Effect.Effect<Reply, Failure | StoreError>
   /** Runs `query` against the committed state (an LMDB read transaction). */
   readonly read: <A>(query: (view: StoreView) => A) => Effect.Effect<A, StoreError>
+  /**
+   * Compacts the store after every command sent before it (see `compact` in StoreKernel.ts): when it
+   * succeeds, nothing deleted remains in any of the store's files.
+   */
+  readonly compact: () => Effect.Effect<CompactionReport, StoreError>
   readonly health: () => StoreHealth
 }
 
@@ -189,11 +196,35 @@ export const makeStore = <Command, Event, Reply, Failure>(
         ),
       )
 
-    const serve = (incarnation: Incarnation) =>
+    /** Runs a control between batches: a compaction replaces the incarnation it ran on. */
+    const runControl = (serving: { incarnation: Incarnation }, control: Control) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const compacted = yield* Effect.exit(kernel.compact(serving.incarnation, now, options.onCompactionStep))
+        if (Exit.isSuccess(compacted)) {
+          serving.incarnation = compacted.value.incarnation
+          current = serving.incarnation
+          yield* Deferred.succeed(control.reply, compacted.value.report)
+          return
+        }
+        // Whatever step it failed at, the store restarts from disk and recovery finishes or undoes it.
+        yield* Deferred.fail(
+          control.reply,
+          storeError("WriteFailed", `the compaction failed: ${describeCause(compacted.cause)}`),
+        )
+        return yield* Effect.failCause(compacted.cause)
+      })
+
+    const serve = (serving: { incarnation: Incarnation }) =>
       Effect.gen(function* () {
         while (true) {
-          const batch = yield* mailbox.takeBatch()
-          const full = kernel.diskFull(incarnation)
+          const next = yield* mailbox.takeNext()
+          if (next._tag === "Control") {
+            yield* Effect.uninterruptible(runControl(serving, next.control))
+            continue
+          }
+          const batch = next.commands
+          const full = kernel.diskFull(serving.incarnation)
           if (full !== undefined) {
             state = "degraded"
             lastError = `disk full: ${full}`
@@ -201,9 +232,9 @@ export const makeStore = <Command, Event, Reply, Failure>(
             continue
           }
           state = "running"
-          yield* Effect.uninterruptible(pipeline.run(incarnation, batch, true))
+          yield* Effect.uninterruptible(pipeline.run(serving.incarnation, batch, true))
           // After the answers: a failed checkpoint restarts the actor but un-acknowledges nothing.
-          if (kernel.checkpointDue()) yield* Effect.uninterruptible(checkpointNow(incarnation))
+          if (kernel.checkpointDue()) yield* Effect.uninterruptible(checkpointNow(serving.incarnation))
         }
       })
 
@@ -221,7 +252,11 @@ export const makeStore = <Command, Event, Reply, Failure>(
         yield* failAll(mailbox.inFlight, refused)
         mailbox.inFlight = []
         yield* failAll(mailbox.takeAllRequeued(), refused)
-        return yield* Effect.forever(Effect.flatMap(mailbox.takeQueued(), (batch) => failAll(batch, refused)))
+        return yield* Effect.forever(
+          Effect.flatMap(mailbox.takeNext(), (next) =>
+            failAll(next._tag === "Control" ? [next.control] : next.commands, refused),
+          ),
+        )
       })
 
     const supervise = Effect.gen(function* () {
@@ -265,12 +300,12 @@ export const makeStore = <Command, Event, Reply, Failure>(
         current = opened.value
         state = "running"
         yield* ready.open
-        let incarnation = opened.value
+        const serving = { incarnation: opened.value }
         let cause: Cause.Cause<unknown>
         // Set when the failure that ends the loop was already counted (a log that keeps failing).
         let counted = false
         while (true) {
-          cause = yield* serve(incarnation).pipe(Effect.catchCause((cause) => Effect.succeed(cause)))
+          cause = yield* serve(serving).pipe(Effect.catchCause((cause) => Effect.succeed(cause)))
           if (!kernel.isLogFailure(cause)) break
           // The log failed (a write, a sync, a full disk): reopening the log alone rolls the batch back.
           // LMDB and the pending layer hold exactly the acknowledged state, so reads go on meanwhile.
@@ -285,14 +320,14 @@ export const makeStore = <Command, Event, Reply, Failure>(
           state = "restarting"
           yield* Effect.logWarning(`store "${definition.name}" reopening its log after: ${lastError}`)
           yield* backoff(consecutiveFailures)
-          const reopened = yield* Effect.exit(Effect.uninterruptible(kernel.reopenLog(incarnation)))
+          const reopened = yield* Effect.exit(Effect.uninterruptible(kernel.reopenLog(serving.incarnation)))
           if (Exit.isFailure(reopened)) {
             cause = reopened.cause
             counted = true
             break
           }
-          incarnation = reopened.value
-          current = incarnation
+          serving.incarnation = reopened.value
+          current = serving.incarnation
           state = "running"
           yield* failAll(mailbox.inFlight, rolledBackError(inFlightCause))
           mailbox.inFlight = []
@@ -306,7 +341,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
           inFlightCause = lastError
         }
         current = undefined
-        const closed = yield* Effect.exit(kernel.close(incarnation))
+        const closed = yield* Effect.exit(kernel.close(serving.incarnation))
         if (Exit.isFailure(closed)) {
           lastError = `${lastError}; then: ${describeCause(closed.cause)}`
           yield* Effect.logError(`store "${definition.name}" cannot restart: ${lastError}`)
@@ -343,8 +378,14 @@ export const makeStore = <Command, Event, Reply, Failure>(
         let healthy = incarnation !== undefined && wasRunning
         // `clear` lets blocked senders in as it frees room, so drain until nothing is left.
         for (let pending = yield* mailbox.clearWaiting(); pending.length > 0; pending = yield* mailbox.clearWaiting()) {
-          for (let start = 0; start < pending.length; start += options.batchCommandsMax) {
-            const batch = pending.slice(start, start + options.batchCommandsMax)
+          // Maintenance is not started at shutdown; commands are all served.
+          const commands = pending.filter((item): item is Env => !isControl(item))
+          yield* failAll(
+            pending.filter((item) => isControl(item)),
+            refusal,
+          )
+          for (let start = 0; start < commands.length; start += options.batchCommandsMax) {
+            const batch = commands.slice(start, start + options.batchCommandsMax)
             if (!healthy || incarnation === undefined) {
               yield* failAll(batch, refusal)
               continue
@@ -392,6 +433,18 @@ export const makeStore = <Command, Event, Reply, Failure>(
         )
       })
 
+    const compact = (): Effect.Effect<CompactionReport, StoreError> =>
+      Effect.suspend(() => {
+        if (refusal !== undefined) return Effect.fail(refusal)
+        const reply = Deferred.makeUnsafe<CompactionReport, StoreError>()
+        const control: Control = { _tag: "Control", name: "compact", reply }
+        return Effect.flatMap(mailbox.offer(control), (accepted) =>
+          accepted
+            ? Deferred.await(reply)
+            : Effect.fail(refusal ?? storeError("ShuttingDown", "the store is shutting down")),
+        )
+      })
+
     const read = <A>(query: (view: StoreView) => A): Effect.Effect<A, StoreError> =>
       Effect.gen(function* () {
         if (current === undefined && refusal === undefined) yield* ready.await
@@ -414,5 +467,5 @@ export const makeStore = <Command, Event, Reply, Failure>(
       ...kernel.health(current),
     })
 
-    return { name: definition.name, send, read, health } satisfies Store<Command, Reply, Failure>
+    return { name: definition.name, send, read, compact, health } satisfies Store<Command, Reply, Failure>
   })

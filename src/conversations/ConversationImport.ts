@@ -13,7 +13,7 @@
  */
 import { Effect, Result, Schema } from "effect"
 import { ulid } from "ulid"
-import type { StoreError } from "../actors/StoreActor.ts"
+import type { StoreError } from "../stores/StoreError.ts"
 import type { ConversationFailure } from "./ConversationStore.ts"
 import {
   defaultImportLimits,

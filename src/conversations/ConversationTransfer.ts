@@ -14,9 +14,9 @@
  * The daemon serves both over HTTP (transports/ConversationTransferApi.ts) with these same files.
  */
 import { Effect, Result, Schema } from "effect"
-import type { StoreError } from "../actors/StoreActor.ts"
 import { writeFileAtomic } from "../cli/AtomicFile.ts"
 import type { StoreView } from "../stores/Checkpoint.ts"
+import type { StoreError } from "../stores/StoreError.ts"
 import {
   allMessages,
   allSessions,

@@ -9,7 +9,8 @@
  * interrupted.)
  */
 import { Duration, Effect } from "effect"
-import type { Store, StoreError } from "../actors/StoreActor.ts"
+import type { Store } from "../actors/StoreActor.ts"
+import type { StoreError } from "../stores/StoreError.ts"
 import type { ConversationCommand, ConversationFailure, ConversationReply } from "./ConversationStore.ts"
 import { type GenerationReply, readImportState } from "./Generations.ts"
 

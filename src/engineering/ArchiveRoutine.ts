@@ -5,7 +5,7 @@
  */
 import { Effect, Schema } from "effect"
 import { Router } from "../actors/Router.ts"
-import type { StoreError } from "../actors/StoreActor.ts"
+import type { StoreError } from "../stores/StoreError.ts"
 import { notesStore, type SessionSummaryData, sessionSummaryKind } from "./Notes.ts"
 import { listRecords, listScanRecordsMax } from "./RecordQueries.ts"
 import { dataOf, type StoredRecord } from "./RecordStore.ts"

@@ -20,7 +20,7 @@
 import { Context, Effect, Layer, PubSub, Semaphore } from "effect"
 import { type CommittedEvent, EventBus, eventBusCapacity } from "../actors/EventBus.ts"
 import { Router } from "../actors/Router.ts"
-import { StoreError } from "../actors/StoreActor.ts"
+import { StoreError } from "../stores/StoreError.ts"
 import { auditEntryOf } from "./AuditEntries.ts"
 import { type AuditFilter, type AuditPage, queryAudit } from "./AuditQueries.ts"
 import { type AuditEntryInput, auditAppendEntriesMax, auditStore } from "./AuditStore.ts"

@@ -4,7 +4,7 @@
  * themselves live in Gates.ts.
  */
 import { Schema } from "effect"
-import { StoreError } from "../actors/StoreActor.ts"
+import { StoreError } from "../stores/StoreError.ts"
 import { Title } from "./Fields.ts"
 import { GateSetInput } from "./Gates.ts"
 import type { RecordRejected } from "./RecordStore.ts"

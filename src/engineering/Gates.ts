@@ -14,8 +14,8 @@
  */
 import { Clock, Effect, Schema } from "effect"
 import { Router } from "../actors/Router.ts"
-import type { StoreError } from "../actors/StoreActor.ts"
 import { rememberedReply } from "../stores/Idempotency.ts"
+import type { StoreError } from "../stores/StoreError.ts"
 import { EpochMillis, Text, Title, text, title } from "./Fields.ts"
 import { getByUnique, listRecords, listScanRecordsMax } from "./RecordQueries.ts"
 import {

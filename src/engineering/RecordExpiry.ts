@@ -13,7 +13,7 @@
 import { Clock, Context, Duration, Effect, Layer, PubSub } from "effect"
 import { EventBus } from "../actors/EventBus.ts"
 import { Router } from "../actors/Router.ts"
-import type { StoreError } from "../actors/StoreActor.ts"
+import type { StoreError } from "../stores/StoreError.ts"
 import { allExpiring, type ExpiryEntry, expiringBy, recordKey } from "./RecordKeys.ts"
 import type { RecordStoreDefinition, StoredRecord } from "./RecordStore.ts"
 

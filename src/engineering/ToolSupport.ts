@@ -6,9 +6,9 @@
 import { isAbsolute, resolve } from "node:path"
 import { Effect, Schema } from "effect"
 import { Router } from "../actors/Router.ts"
-import { StoreError } from "../actors/StoreActor.ts"
 import { entityNameBytesMax, isMaxUtf8Bytes, projectNameBytesMax } from "../graph/Model.ts"
 import type { StoreView } from "../stores/Checkpoint.ts"
+import { StoreError } from "../stores/StoreError.ts"
 import {
   inputSchemaOf,
   makeTool,

@@ -83,6 +83,11 @@ export class SearchIndexer extends Context.Service<
     readonly sync: Effect.Effect<void>
     /** Waits until warm-up is over. */
     readonly awaitWarm: Effect.Effect<void>
+    /**
+     * Rewrites search's files with what is indexed now (after draining), so no removed document
+     * survives on disk (see SearchPersistence's `compact`).
+     */
+    readonly compact: Effect.Effect<{ readonly bytesBefore: number; readonly bytesAfter: number }>
   }
 >()("mnemos/search/SearchIndexer") {}
 
@@ -405,6 +410,12 @@ export const makeIndexer = (config: IndexerConfig) =>
       health,
       sync,
       awaitWarm: Effect.asVoid(Effect.exit(Fiber.join(warmDone))),
+      compact: locked(
+        Effect.andThen(
+          drain,
+          Effect.promise(() => persistence.compact()),
+        ),
+      ),
     })
   })
 

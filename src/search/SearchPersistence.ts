@@ -17,7 +17,9 @@
  * vectors `id` → 14-byte content hash + float32 data; meta `seq \0 store`, `model`.
  */
 
-import { open, type RootDatabase } from "lmdb"
+import { readdirSync, renameSync, rmSync, statSync } from "node:fs"
+import { join } from "node:path"
+import { type Database, open, type RootDatabase } from "lmdb"
 import { guardLmdbCommitRejections, settleLmdbWrite } from "../stores/Checkpoint.ts"
 import { decodeKey, encodeKey } from "../stores/KeyCodec.ts"
 import type { SearchDocument } from "./SearchDocument.ts"
@@ -49,6 +51,11 @@ export interface SearchPersistence {
   readonly modelId: () => string | undefined
   readonly setModelId: (id: string) => void
   readonly sizeBytes: () => number
+  /**
+   * Rewrites the files with the live entries only (LMDB's freed pages keep deleted text), so nothing
+   * removed survives on disk. Nothing else may write meanwhile.
+   */
+  readonly compact: () => Promise<{ readonly bytesBefore: number; readonly bytesAfter: number }>
   readonly close: () => Promise<void>
 }
 
@@ -84,15 +91,73 @@ function* groupRuns(entries: Iterable<{ key: string; value: SearchDocument }>): 
   if (current !== undefined) yield current
 }
 
-/** Opens (creating) the LMDB environment at `path`. */
-export const openLmdbPersistence = (path: string): SearchPersistence => {
-  guardLmdbCommitRejections()
+interface Handles {
+  readonly env: RootDatabase
+  readonly documents: Database<SearchDocument, Buffer>
+  readonly vectors: Database<Uint8Array, Buffer>
+  readonly meta: Database<string | number, Buffer>
+}
+
+const openHandles = (path: string): Handles => {
   const env: RootDatabase = open({ path, maxDbs: 4, compression: false })
   // Keys are bytes encoded by KeyCodec (lmdb-js string keys mangle long keys with U+0000); values
   // are JSON so every string round-trips.
-  const documents = env.openDB<SearchDocument, Buffer>({ name: "documents", encoding: "json", keyEncoding: "binary" })
-  const vectors = env.openDB<Uint8Array, Buffer>({ name: "vectors", encoding: "binary", keyEncoding: "binary" })
-  const meta = env.openDB<string | number, Buffer>({ name: "meta", encoding: "json", keyEncoding: "binary" })
+  return {
+    env,
+    documents: env.openDB<SearchDocument, Buffer>({ name: "documents", encoding: "json", keyEncoding: "binary" }),
+    vectors: env.openDB<Uint8Array, Buffer>({ name: "vectors", encoding: "binary", keyEncoding: "binary" }),
+    meta: env.openDB<string | number, Buffer>({ name: "meta", encoding: "json", keyEncoding: "binary" }),
+  }
+}
+
+/** Entries copied per transaction by a compaction. */
+const compactChunkEntries = 1000
+
+/**
+ * Copies every live entry of `from` into a new environment at `path` (fresh pages: nothing deleted
+ * comes along), flushed to disk when it resolves.
+ */
+const copyInto = async (from: Handles, path: string): Promise<void> => {
+  const to = openHandles(path)
+  try {
+    for (const name of ["documents", "vectors", "meta"] as const) {
+      let chunk: Array<{ key: Buffer; value: unknown }> = []
+      const target = to[name] as Database<unknown, Buffer>
+      const flush = () =>
+        to.env.transactionSync(() => {
+          for (const { key, value } of chunk) target.putSync(key, value)
+          chunk = []
+        })
+      for (const entry of from[name].getRange({})) {
+        chunk.push(entry as { key: Buffer; value: unknown })
+        if (chunk.length >= compactChunkEntries) flush()
+      }
+      flush()
+    }
+    await to.env.flushed
+  } finally {
+    await to.env.close()
+  }
+}
+
+const dirBytes = (dir: string): number => {
+  try {
+    return readdirSync(dir).reduce((sum, name) => sum + statSync(join(dir, name)).size, 0)
+  } catch {
+    return 0
+  }
+}
+
+/**
+ * Opens (creating) the LMDB environment at `path`. A compaction's leftovers (`path-compact`,
+ * `path-old`) are removed: this is a cache of the stores, so a compaction cut short just loses it.
+ */
+export const openLmdbPersistence = (path: string): SearchPersistence => {
+  guardLmdbCommitRejections()
+  const copyPath = `${path}-compact`
+  const oldPath = `${path}-old`
+  for (const leftover of [copyPath, oldPath]) rmSync(leftover, { recursive: true, force: true })
+  let handles = openHandles(path)
   // Every write of one JavaScript turn shares one promise (one LMDB transaction): watch each once.
   let lastWrite: Promise<unknown> = Promise.resolve()
   let failure: unknown
@@ -107,33 +172,37 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
       )
     })
   }
+  const settled = async () => {
+    await settleLmdbWrite(lastWrite)
+    await settleLmdbWrite(handles.env.flushed)
+  }
   return {
     groups: () =>
       groupRuns(
-        documents.getRange({}).map(({ key, value }) => ({ key: decodeKey(key), value })) as Iterable<{
+        handles.documents.getRange({}).map(({ key, value }) => ({ key: decodeKey(key), value })) as Iterable<{
           key: string
           value: SearchDocument
         }>,
       ),
     vector: (id) => {
-      const bytes = vectors.getBinary(encodeKey(id))
+      const bytes = handles.vectors.getBinary(encodeKey(id))
       return bytes === undefined ? undefined : decodeVector(bytes)
     },
     putDocument: (group, document) =>
-      watch(documents.put(encodeKey(documentKey(document.store, group, document.id)), document)),
-    removeDocument: (store, group, id) => watch(documents.remove(encodeKey(documentKey(store, group, id)))),
-    putVector: (id, hash, vector) => watch(vectors.put(encodeKey(id), encodeVector(hash, vector))),
-    removeVector: (id) => watch(vectors.remove(encodeKey(id))),
-    clearVectors: () => vectors.clearAsync().then(() => undefined),
-    seq: (store) => meta.get(encodeKey(`seq${sep}${store}`)) as number | undefined,
+      watch(handles.documents.put(encodeKey(documentKey(document.store, group, document.id)), document)),
+    removeDocument: (store, group, id) => watch(handles.documents.remove(encodeKey(documentKey(store, group, id)))),
+    putVector: (id, hash, vector) => watch(handles.vectors.put(encodeKey(id), encodeVector(hash, vector))),
+    removeVector: (id) => watch(handles.vectors.remove(encodeKey(id))),
+    clearVectors: () => handles.vectors.clearAsync().then(() => undefined),
+    seq: (store) => handles.meta.get(encodeKey(`seq${sep}${store}`)) as number | undefined,
     setSeq: (store, seq) =>
       void settleLmdbWrite(lastWrite).then((failed) => {
-        if (failed === undefined && failure === undefined) watch(meta.put(encodeKey(`seq${sep}${store}`), seq))
+        if (failed === undefined && failure === undefined) watch(handles.meta.put(encodeKey(`seq${sep}${store}`), seq))
       }),
-    modelId: () => meta.get(encodeKey("model")) as string | undefined,
-    setModelId: (id) => watch(meta.put(encodeKey("model"), id)),
+    modelId: () => handles.meta.get(encodeKey("model")) as string | undefined,
+    setModelId: (id) => watch(handles.meta.put(encodeKey("model"), id)),
     sizeBytes: () => {
-      const stat = env.getStats() as {
+      const stat = handles.env.getStats() as {
         treeBranchPageCount?: number
         treeLeafPageCount?: number
         overflowPages?: number
@@ -144,10 +213,22 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
         (stat.pageSize ?? 4096)
       )
     },
+    compact: async () => {
+      await settled()
+      const bytesBefore = dirBytes(path)
+      rmSync(copyPath, { recursive: true, force: true })
+      await copyInto(handles, copyPath)
+      await handles.env.close()
+      // The copy replaces the original; a crash in between leaves leftovers the next open removes.
+      renameSync(path, oldPath)
+      renameSync(copyPath, path)
+      rmSync(oldPath, { recursive: true, force: true })
+      handles = openHandles(path)
+      return { bytesBefore, bytesAfter: dirBytes(path) }
+    },
     close: async () => {
-      await settleLmdbWrite(lastWrite)
-      await settleLmdbWrite(env.flushed)
-      await env.close()
+      await settled()
+      await handles.env.close()
     },
   }
 }
@@ -175,6 +256,7 @@ export const makeMemoryPersistence = (): SearchPersistence => {
     modelId: () => meta.get("model") as string | undefined,
     setModelId: (id) => void meta.set("model", id),
     sizeBytes: () => 0,
+    compact: async () => ({ bytesBefore: 0, bytesAfter: 0 }),
     close: async () => undefined,
   }
 }

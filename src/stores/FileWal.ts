@@ -25,7 +25,10 @@
  *   anywhere but at the end of the log;
  * - with `discardAfterSeq`, also cuts records above that sequence: after a failed batch the owner
  *   reopens with its last acknowledged sequence, so an unacknowledged batch that reached the disk
- *   is removed and the error its callers got stays true.
+ *   is removed and the error its callers got stays true;
+ * - with `snapshotRecordType`, finds the last whole snapshot batch (a compaction's copy of the
+ *   state): when the checkpoint is older than it, replay starts there (`report.snapshot`), and a
+ *   log that starts after the checkpoint is not missing anything the snapshot does not hold.
  */
 import { posix as path } from "node:path"
 import { Deferred, Effect } from "effect"
@@ -60,6 +63,12 @@ export interface LocalWalOptions {
   readonly discardAfterSeq?: number
   /** Bytes a new segment is zero-filled to (default `defaultPreallocateBytes`, at most `segmentBytesMax`). */
   readonly preallocateBytes?: number
+  /**
+   * The record type of snapshot records (a compaction's copy of the whole state, one batch). When
+   * the log holds a whole snapshot batch above `replayAfterSeq`, replay starts at the last such batch
+   * and the records before it are not needed, even if the checkpoint is older than the log.
+   */
+  readonly snapshotRecordType?: number
 }
 
 /**
@@ -290,7 +299,16 @@ export const openLocalWal = Effect.fnUntraced(function* (options: LocalWalOption
   const lastKept = keep[keep.length - 1]
   const salt = first?.scan.salt ?? options.salt ?? (Math.floor(Math.random() * 0xffffffff) >>> 0 || 1)
   const nextSeq = lastKept ? lastKept.scan.firstSeq + lastKept.records : options.replayAfterSeq + 1
-  if (first !== undefined && first.scan.firstSeq > options.replayAfterSeq + 1) {
+  const snapshot =
+    options.snapshotRecordType === undefined
+      ? undefined
+      : lastSnapshotBatch(
+          keep.flatMap(({ scan, records }) => scan.records.slice(0, records)),
+          options.snapshotRecordType,
+        )
+  const rebuild = snapshot !== undefined && snapshot.lastSeq > options.replayAfterSeq ? snapshot : undefined
+  const replayFrom = rebuild !== undefined ? rebuild.firstSeq - 1 : options.replayAfterSeq
+  if (first !== undefined && first.scan.firstSeq > replayFrom + 1) {
     return yield* corrupt(
       first.scan.name,
       0,
@@ -308,7 +326,7 @@ export const openLocalWal = Effect.fnUntraced(function* (options: LocalWalOption
   const replay: Array<WalRecord> = []
   for (const { scan, records } of keep) {
     for (const record of scan.records.slice(0, records)) {
-      if (record.seq > options.replayAfterSeq)
+      if (record.seq > replayFrom)
         replay.push({ seq: record.seq, type: record.type, flags: record.flags, payload: record.payload })
     }
   }
@@ -329,9 +347,32 @@ export const openLocalWal = Effect.fnUntraced(function* (options: LocalWalOption
     lastSeq: nextSeq - 1,
     discardedRecords,
     ...(tornTail !== undefined ? { tornTail } : {}),
+    ...(rebuild !== undefined ? { snapshot: rebuild } : {}),
   }
   return { wal, replay, report } satisfies OpenedWal
 })
+
+/** The first and last sequence of the last whole batch made only of snapshot records, if any. */
+const lastSnapshotBatch = (
+  records: ReadonlyArray<WalRecord>,
+  snapshotType: number,
+): { readonly firstSeq: number; readonly lastSeq: number } | undefined => {
+  let found: { firstSeq: number; lastSeq: number } | undefined
+  let batchStart: number | undefined
+  let allSnapshot = true
+  for (const record of records) {
+    if (record.flags & batchStartFlag) {
+      batchStart = record.seq
+      allSnapshot = true
+    }
+    allSnapshot &&= record.type === snapshotType
+    if (record.flags & batchEndFlag) {
+      if (allSnapshot && batchStart !== undefined) found = { firstSeq: batchStart, lastSeq: record.seq }
+      batchStart = undefined
+    }
+  }
+  return found
+}
 
 interface SegmentState {
   name: string

@@ -10,7 +10,9 @@
  * its own, `idempotencyRecordType`, still read on replay). A later command with key K finds the
  * record (in the batch overlay or the committed state) and is answered from it without being
  * decided again. Commands are processed one batch at a time, in order, so a repeat always sees
- * the record of the first. Records older than `idempotencyTtlMs` are pruned at checkpoints.
+ * the record of the first. Records older than `idempotencyTtlMs` are pruned at checkpoints. A
+ * compaction keeps every record but drops its reply (`withheld`), since a reply can quote what was
+ * deleted since: a repeat after it is refused with `ReplyWithheld` and still not applied again.
  */
 import type { KeyRange, StoreView } from "./Checkpoint.ts"
 
@@ -30,11 +32,24 @@ export interface IdempotencyRecord {
   readonly key: string
   readonly reply: unknown
   readonly at: number
+  /** Set by a compaction: the command was applied, but its reply (which may quote deleted data) is gone. */
+  readonly withheld?: true
 }
 
 // Kernel keys start with U+0001, below every domain key (domain prefixes are printable).
 const prefix = "\u0001idem\u0000"
 const range: KeyRange = { start: prefix, end: "\u0001idem\u0001" }
+
+/** True for the state key of an idempotency record. */
+export const isIdempotencyStateKey = (stateKey: string): boolean => stateKey.startsWith(prefix)
+
+/** The record as a compaction keeps it: applied, reply dropped (see `IdempotencyRecord.withheld`). */
+export const withheldRecord = (record: IdempotencyRecord): IdempotencyRecord => ({
+  key: record.key,
+  reply: null,
+  at: record.at,
+  withheld: true,
+})
 
 /** The state key of an idempotency key. */
 export const idempotencyStateKey = (key: string): string => `${prefix}${key}`

@@ -20,6 +20,9 @@
  * republishes the replayed events. A failed batch whose callers are answered while the store stays
  * closed is cut from the log first (`discardUnacknowledged`), so "not applied" stays true.
  */
+
+import { statSync } from "node:fs"
+import { rm } from "node:fs/promises"
 import { Cause, Clock, Effect, Result, Schema } from "effect"
 import { type CommittedEvent, EventBus } from "../actors/EventBus.ts"
 import { type Checkpoint, openCheckpoint, type StoreView } from "./Checkpoint.ts"
@@ -31,12 +34,15 @@ import {
   type IdempotencyRecord,
   idempotencyRecordType,
   idempotencyStateKey,
+  isIdempotencyStateKey,
   rememberedReply,
+  withheldRecord,
 } from "./Idempotency.ts"
 import { Overlay } from "./Overlay.ts"
 import { PendingView } from "./PendingView.ts"
 import type { StoreDefinition } from "./StoreDefinition.ts"
-import { type Appended, type RecoveryReport, type Wal, WalError, type WalStats } from "./Wal.ts"
+import { StoreError } from "./StoreError.ts"
+import { type Appended, type RecoveryReport, type Wal, type WalEntry, WalError, type WalStats } from "./Wal.ts"
 import { WalFs } from "./WalFs.ts"
 import { batchEndFlag, type WalRecord } from "./WalRecord.ts"
 
@@ -80,7 +86,7 @@ export interface Prepared<Event, Reply, Failure> {
   readonly overlay: Overlay
   readonly entries: ReadonlyArray<PreparedEntry<Event>>
   /** One outcome per command, in order. */
-  readonly outcomes: ReadonlyArray<Result.Result<{ readonly reply: Reply }, Failure>>
+  readonly outcomes: ReadonlyArray<Result.Result<{ readonly reply: Reply }, Failure | StoreError>>
   readonly now: number
 }
 
@@ -97,6 +103,10 @@ export interface KernelHealth {
 
 /** WAL record type of a domain event (idempotency records are types 2 and 3, Idempotency.ts). */
 const eventRecordType = 1
+/** WAL record type of a snapshot record: `[[key, value], ...]`, part of a compaction's one snapshot batch. */
+export const snapshotRecordType = 4
+/** Most payload bytes one snapshot record carries (far below the record limit, to bound the load's memory). */
+const snapshotRecordBytesMax = 1024 * 1024
 /**
  * After a log write failed for want of space, writes resume once the file system has this much more
  * room than a new segment's preallocation (a new segment is the largest allocation a write makes).
@@ -104,6 +114,35 @@ const eventRecordType = 1
 const diskHeadroomBytes = 1024 * 1024
 /** Longest a store waits for its LMDB environment to close (see `close`). */
 const lmdbCloseTimeoutMs = 10_000
+
+/** The steps of a compaction, after which a test may crash the disk (see `compact`). */
+export type CompactionStep = "checkpointed" | "snapshot-written" | "closed" | "checkpoint-removed" | "reloaded"
+
+/** What a compaction did. */
+export interface CompactionReport {
+  /** Keys in the store (the snapshot's size). */
+  readonly keys: number
+  readonly bytesBefore: number
+  readonly bytesAfter: number
+}
+
+const allKeys = { start: "", end: "\u{10FFFF}" }
+
+const fileBytes = (path: string): number => {
+  try {
+    return statSync(path).size
+  } catch {
+    return 0
+  }
+}
+
+/** The refusal of a retried command whose first reply a compaction dropped. */
+const replyWithheld = (store: string, key: string) =>
+  new StoreError({
+    store,
+    reason: "ReplyWithheld",
+    message: `store "${store}": this request (idempotency key ${key}) was applied before, and its reply was dropped by a compaction; it is not applied again`,
+  })
 
 /** The kernel of `definition`, stored under `options.dir`. */
 export const makeStoreKernel = <Command, Event, Reply, Failure>(
@@ -138,7 +177,12 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
      * opens and serves reads. Waits for LMDB whenever the pending layer holds a commit's worth, so
      * a long tail never sits in memory whole.
      */
-    const replayInto = (view: PendingView, commits: CommitQueue, records: ReadonlyArray<WalRecord>) =>
+    const replayInto = (
+      view: PendingView,
+      commits: CommitQueue,
+      records: ReadonlyArray<WalRecord>,
+      snapshot: RecoveryReport["snapshot"],
+    ) =>
       Effect.gen(function* () {
         const applied: Array<{ seq: number; event: Event }> = []
         let overlay = new Overlay(view)
@@ -146,6 +190,17 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
         for (const record of records) {
           const payload = JSON.parse(Buffer.from(record.payload).toString("utf8"))
           batchBytes += record.payload.length
+          if (record.type === snapshotRecordType) {
+            // A snapshot is loaded a record at a time. LMDB's applied sequence stays below the
+            // snapshot until its last record: a load cut short is started again from scratch.
+            for (const [key, value] of payload as Array<readonly [string, unknown]>) overlay.put(key, value)
+            const last = (record.flags & batchEndFlag) !== 0
+            commits.enqueue(overlay.changes(), last ? record.seq : (snapshot?.firstSeq ?? record.seq) - 1, batchBytes)
+            overlay = new Overlay(view)
+            batchBytes = 0
+            if (view.size >= options.lmdbCommitChangesMax) yield* Effect.promise(() => commits.drain())
+            continue
+          }
           let remember: IdempotencyRecord | undefined
           if (record.type === idempotencyRecordType) remember = payload as IdempotencyRecord
           else {
@@ -174,13 +229,24 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
         replayAfterSeq,
         ...(salt !== undefined ? { salt } : {}),
         ...(ackedSeq !== undefined ? { discardAfterSeq: ackedSeq } : {}),
+        snapshotRecordType,
       }).pipe(Effect.provideService(WalFs, fs))
 
     /** Opens the store: LMDB, then the log, replaying (and republishing) what LMDB lacks. */
+    const lmdbDir = `${options.dir}/lmdb`
+
+    /** Opens the store: LMDB, then the log, replaying (and republishing) what LMDB lacks. */
     const open = Effect.gen(function* () {
-      const checkpoint = yield* openCheckpoint(`${options.dir}/lmdb`)
+      let checkpoint = yield* openCheckpoint(lmdbDir)
       return yield* Effect.gen(function* () {
         const opened = yield* openWal(checkpoint.appliedSeq(), checkpoint.salt())
+        if (opened.report.snapshot !== undefined) {
+          // A compaction's snapshot is newer than LMDB (the compaction was cut short): LMDB is
+          // rebuilt from it, from scratch, so no page of the old file (deleted data) survives.
+          yield* Effect.promise(() => checkpoint.close().catch(() => undefined))
+          yield* removeCheckpointFiles
+          checkpoint = yield* openCheckpoint(lmdbDir)
+        }
         const salt = opened.wal.stats().salt
         walSalt = salt
         const view = new PendingView(checkpoint.view)
@@ -189,7 +255,7 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
           changesMax: options.lmdbCommitChangesMax,
           bytesMax: options.lmdbCommitBytesMax,
         })
-        const replayed = yield* replayInto(view, commits, opened.replay).pipe(
+        const replayed = yield* replayInto(view, commits, opened.replay, opened.report.snapshot).pipe(
           Effect.catchDefect((defect) => Effect.fail(defect)),
           Effect.onError(() => Effect.promise(() => commits.drain())),
         )
@@ -198,7 +264,14 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
         recovery = opened.report
         ackedSeq = opened.wal.stats().nextSeq - 1
         return { checkpoint, wal: opened.wal, salt, view, commits } satisfies Incarnation
-      }).pipe(Effect.onError(() => Effect.promise(() => checkpoint.close())))
+      }).pipe(Effect.onError(() => Effect.promise(() => checkpoint.close().catch(() => undefined))))
+    })
+
+    /** Deletes the LMDB environment's files (the store is closed, or never opened). */
+    const removeCheckpointFiles = Effect.tryPromise({
+      try: () => rm(lmdbDir, { recursive: true, force: true }),
+      catch: (cause) =>
+        new Error(`cannot remove ${lmdbDir}: ${cause instanceof Error ? cause.message : String(cause)}`),
     })
 
     /**
@@ -317,6 +390,65 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
         recordsSinceCheckpoint = 0
       })
 
+    /** Bytes the store holds on disk: LMDB's file and the log's segments. */
+    const bytesOnDisk = (incarnation: Incarnation): number =>
+      incarnation.wal.stats().bytes + fileBytes(`${lmdbDir}/data.mdb`)
+
+    /**
+     * Compacts the store so that nothing deleted survives in any of its files, and returns the new
+     * incarnation (the old one is closed). Runs between batches (the actor owns the store meanwhile).
+     *
+     * 1. Checkpoint: LMDB holds every acknowledged write, flushed; the log is released up to it.
+     * 2. The whole state goes into the log as one snapshot batch (one durable write), with the
+     *    replies of remembered commands withheld (a reply can quote what was deleted since).
+     * 3. LMDB is closed and its files deleted (freed pages of an LMDB file keep deleted bytes), and
+     *    the store reopens: recovery finds the snapshot newer than the (empty) checkpoint and loads it.
+     * 4. A checkpoint then releases every segment, the snapshot's included.
+     *
+     * Crash safety is recovery's: until the snapshot is durable the old log and LMDB stand; after it,
+     * any start (LMDB old, missing, half loaded) rebuilds LMDB from the snapshot; after the load, LMDB
+     * is current and the log is released at the next checkpoint. `onStep` is a test seam.
+     */
+    const compact = (incarnation: Incarnation, now: number, onStep?: (step: CompactionStep) => Effect.Effect<void>) =>
+      Effect.gen(function* () {
+        const step = (name: CompactionStep) => (onStep === undefined ? Effect.void : onStep(name))
+        const bytesBefore = bytesOnDisk(incarnation)
+        yield* checkpoint(incarnation, now)
+        if (incarnation.commits.diskFull !== undefined) return yield* Effect.die(incarnation.commits.diskFull)
+        yield* step("checkpointed")
+        const entries: Array<WalEntry> = []
+        let chunk: Array<readonly [string, unknown]> = []
+        let chunkBytes = 0
+        let keys = 0
+        const flush = () => {
+          if (chunk.length === 0) return
+          entries.push({ type: snapshotRecordType, payload: JSON.stringify(chunk) })
+          chunk = []
+          chunkBytes = 0
+        }
+        for (const { key, value } of incarnation.view.getRange(allKeys)) {
+          const kept = isIdempotencyStateKey(key) ? withheldRecord(value as IdempotencyRecord) : value
+          chunk.push([key, kept])
+          chunkBytes += key.length + JSON.stringify(kept).length
+          keys++
+          if (chunkBytes >= snapshotRecordBytesMax) flush()
+        }
+        flush()
+        // An empty store still writes one (empty) snapshot record: it marks where the log starts over.
+        if (entries.length === 0) entries.push({ type: snapshotRecordType, payload: "[]" })
+        const appended = yield* Effect.orDie(incarnation.wal.appendBatch(entries))
+        ackedSeq = appended.lastSeq
+        yield* step("snapshot-written")
+        yield* Effect.orDie(close(incarnation))
+        yield* step("closed")
+        yield* Effect.orDie(removeCheckpointFiles)
+        yield* step("checkpoint-removed")
+        const reopened = yield* Effect.orDie(open)
+        yield* step("reloaded")
+        yield* checkpoint(reopened, now)
+        return { incarnation: reopened, report: { keys, bytesBefore, bytesAfter: bytesOnDisk(reopened) } }
+      })
+
     /** Decides and applies `batch` against an overlay on `base` and encodes its WAL entries; writes nothing. */
     const prepare = (
       incarnation: Incarnation,
@@ -328,9 +460,10 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
         const overlay = new Overlay(base)
         const context = { now }
         const entries: Array<PreparedEntry<Event>> = []
-        const outcomes = batch.map((submitted): Result.Result<{ readonly reply: Reply }, Failure> => {
+        const outcomes = batch.map((submitted): Result.Result<{ readonly reply: Reply }, Failure | StoreError> => {
           const key = submitted.idempotencyKey
           const remembered = key === undefined ? undefined : rememberedReply(overlay, key)
+          if (remembered?.withheld === true) return Result.fail(replyWithheld(definition.name, key!))
           if (remembered !== undefined) return Result.succeed({ reply: remembered.reply as Reply })
           const outcome = definition.decide(submitted.command, overlay, context)
           if (Result.isFailure(outcome)) return outcome
@@ -402,6 +535,7 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
       open,
       close,
       discardUnacknowledged,
+      compact,
       isLogFailure,
       reopenLog,
       noteFailure,

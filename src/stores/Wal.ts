@@ -63,6 +63,11 @@ export interface RecoveryReport {
     readonly bytesCut: number
     readonly why: string
   }
+  /**
+   * Set when the checkpoint is older than the log's last whole snapshot (a compaction wrote it): the
+   * checkpoint must be discarded and rebuilt from the snapshot, which `replay` starts with.
+   */
+  readonly snapshot?: { readonly firstSeq: number; readonly lastSeq: number }
   /** Records above `discardAfterSeq` that were removed. */
   readonly discardedRecords: number
 }
@@ -105,6 +110,7 @@ export interface Wal {
 /** An opened WAL with the records to replay (complete batches above `replayAfterSeq`). */
 export interface OpenedWal {
   readonly wal: Wal
+  /** Whole batches to apply: above the checkpoint, or from the snapshot on (see `report.snapshot`). */
   readonly replay: ReadonlyArray<WalRecord>
   readonly report: RecoveryReport
 }

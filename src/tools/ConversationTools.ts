@@ -11,7 +11,6 @@
  */
 import { Effect, Result, Schema } from "effect"
 import { Router } from "../actors/Router.ts"
-import { StoreError } from "../actors/StoreActor.ts"
 import { healthReport } from "../conversations/ConversationHealth.ts"
 import { indexOf } from "../conversations/ConversationIndex.ts"
 import { switchesKey } from "../conversations/ConversationKeys.ts"
@@ -68,7 +67,9 @@ import {
   tagsCountMax,
   Ulid,
 } from "../conversations/Model.ts"
+import { SearchIndexer } from "../search/Indexer.ts"
 import type { StoreView } from "../stores/Checkpoint.ts"
+import { StoreError } from "../stores/StoreError.ts"
 import { inputSchemaOf, makeTool, storeToolError, type Tool, ToolError, type ToolOutput } from "./Tool.ts"
 
 /** Maps store and domain failures to the seed's error codes. */
@@ -120,8 +121,8 @@ const emptyObjectSchema = { type: "object", properties: {}, additionalProperties
 const conversationTool = <Args>(
   definition: { name: string; title: string; description: string; readOnly: boolean; destructive?: boolean },
   args: Schema.Codec<Args, unknown> & Schema.Top,
-  run: Tool<Args, Router>["run"],
-): Tool<Args, Router> =>
+  run: Tool<Args, Router | SearchIndexer>["run"],
+): Tool<Args, Router | SearchIndexer> =>
   makeTool({
     definition: {
       name: definition.name,
@@ -426,7 +427,7 @@ const rebuildIndex = conversationTool(
     name: "rebuild_index",
     title: "Rebuild Index",
     description:
-      "Maintenance: physically remove deleted messages, discard what an interrupted import left behind, and rebuild the search index. Reports messages_indexed, records_removed, bytes_before and bytes_after.",
+      "Maintenance: physically remove deleted messages — from every file of the data directory: the store's log and LMDB file and search's files are rewritten without them — discard what an interrupted import left behind, and rebuild the search index. Reports messages_indexed, records_removed, bytes_before and bytes_after.",
     readOnly: false,
   },
   Schema.Struct({}),
@@ -437,6 +438,9 @@ const rebuildIndex = conversationTool(
       const bytesBefore = storeBytes(store)
       yield* discardLeftovers(store).pipe(Effect.mapError(toConversationToolError))
       const purged = yield* send<PurgeReply>({ _tag: "PurgeTombstones" })
+      // Deleted means gone: the store's files (log, LMDB) and search's are rewritten without it.
+      yield* store.compact().pipe(Effect.mapError(toConversationToolError))
+      yield* (yield* SearchIndexer).compact
       yield* waitForCheckpoint(store)
       const indexed = yield* read((view) => indexOf(store).rebuild(view))
       return answer({

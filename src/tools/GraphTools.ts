@@ -7,7 +7,6 @@
  */
 import { Effect, Schema } from "effect"
 import { Router } from "../actors/Router.ts"
-import { StoreError } from "../actors/StoreActor.ts"
 import { openNodes, readGraph } from "../graph/GraphQueries.ts"
 import { entityDetails, graphNeighbors, graphSummary, neighborsLimitMax, summaryNamesMax } from "../graph/GraphReads.ts"
 import { GraphSearch } from "../graph/GraphSearch.ts"
@@ -25,6 +24,7 @@ import {
   SearchQuery,
 } from "../graph/Model.ts"
 import type { StoreView } from "../stores/Checkpoint.ts"
+import { StoreError } from "../stores/StoreError.ts"
 import { type OfficialToolName, officialDeletionMessages, officialToolDefinition } from "./officialToolDefinitions.ts"
 import {
   inputSchemaOf,

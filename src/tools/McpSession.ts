@@ -207,6 +207,8 @@ export const startSession = (
       }
       const failure = exit.cause.reasons.find((reason) => reason._tag === "Fail")
       if (failure !== undefined && failure._tag === "Fail") return isError(errorText(tool, failure.error))
+      // A defect: the caller gets a plain internal error, the operator the cause.
+      await run(Effect.logError(`tool ${tool.definition.name} failed unexpectedly`, exit.cause))
       return isError(
         errorText(tool, {
           _tag: "ToolError",

@@ -11,10 +11,10 @@ import type { GetPromptResult } from "@modelcontextprotocol/sdk/types.js"
 import { type Effect, Schema } from "effect"
 import type { EventBus } from "../actors/EventBus.ts"
 import type { Router } from "../actors/Router.ts"
-import type { StoreError } from "../actors/StoreActor.ts"
 import type { AuditLedger } from "../engineering/AuditLedger.ts"
 import type { GraphSearch } from "../graph/GraphSearch.ts"
 import type { SearchIndexer } from "../search/Indexer.ts"
+import type { StoreError } from "../stores/StoreError.ts"
 import type { JsonObject } from "./officialToolDefinitions.ts"
 
 /** The error codes tools answer with (seed 001). */
@@ -43,7 +43,9 @@ export const storeToolError = (error: StoreError): ToolError =>
         ? "CORRUPT_STORE"
         : error.reason === "WriteFailed" || error.reason === "DiskFull"
           ? "IO_ERROR"
-          : "BUSY",
+          : error.reason === "ReplyWithheld"
+            ? "CONFLICT"
+            : "BUSY",
     message: error.message,
   })
 

@@ -16,6 +16,8 @@
  *                               a conversations backup as the raw body (up to 4 GiB of records,
  *                               not the 16 MiB JSON limit), all or nothing: {records, policy} or
  *                               {error, line?} (422 for a bad line); see ConversationTransferApi.ts
+ *   POST /api/compact[?stores=a,b]  compacts the stores (all when none is named) and search's files:
+ *                               afterwards nothing deleted is left in any file (`mnemos compact`)
  *   POST /terminal/telemetry    one finished shell command (see Telemetry.ts), answered 202
  *   GET|POST /gate/verify?action=A&namespace=N[&consume=1]   200 authorized, 403 blocked/pending/expired, 404 none
  *   POST /gate/set              {action, status, namespace?, reason?, expires_in_seconds?}
@@ -24,8 +26,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { type Context, Effect, Exit, Result, Schema } from "effect"
 import { Router } from "../actors/Router.ts"
-import type { StoreError } from "../actors/StoreActor.ts"
 import { buildInfo } from "../cli/BuildInfo.ts"
+import { compactAll } from "../Engine.ts"
 import { GateSetBody, GateVerifyQuery, httpStatusOf, restClientLengthMax } from "../engineering/GateHttp.ts"
 import { gateHttpStatus, listGates, setGate, verifyGate } from "../engineering/Gates.ts"
 import { presentRecord } from "../engineering/RecordQueries.ts"
@@ -37,6 +39,7 @@ import { defaultProjectName, searchQueryBytesMax } from "../graph/Model.ts"
 import { privacyStats } from "../privacy/PrivacyFilter.ts"
 import { SearchIndexer } from "../search/Indexer.ts"
 import { type SearchMode, searchModes } from "../search/Ranking.ts"
+import type { StoreError } from "../stores/StoreError.ts"
 import { omniLimitDefault, omniLimitMax } from "../tools/SearchTools.ts"
 import type { SessionServices } from "../tools/Tool.ts"
 import type { ConversationTransferApi } from "./ConversationTransferApi.ts"
@@ -174,6 +177,14 @@ export const handleRest = async (
       const omni = omniSearchOf(project, url.searchParams)
       if (omni.error !== undefined) return rest.sendJson(res, 400, { error: omni.error })
       return run(omni.search)
+    }
+    case "/api/compact": {
+      if (req.method !== "POST") return rest.sendJson(res, 405, { error: `${req.method} is not allowed; POST` })
+      const stores = url.searchParams
+        .get("stores")
+        ?.split(",")
+        .filter((name) => name !== "")
+      return run(compactAll(stores))
     }
     case "/api/conversations/export":
       if (rest.conversationTransfers === undefined) break

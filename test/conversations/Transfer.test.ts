@@ -12,7 +12,6 @@ import { Effect, Exit } from "effect"
 import fc from "fast-check"
 import { afterAll, describe, expect, it } from "vitest"
 import { Router } from "../../src/actors/Router.ts"
-import type { StoreError } from "../../src/actors/StoreActor.ts"
 import { importConversations } from "../../src/conversations/ConversationImport.ts"
 import { type ConversationFailure, conversationStore } from "../../src/conversations/ConversationStore.ts"
 import {
@@ -24,6 +23,7 @@ import {
 import { currentGen, readImportState } from "../../src/conversations/Generations.ts"
 import type { ConversationStoreHandle } from "../../src/conversations/Maintenance.ts"
 import { readStats } from "../../src/conversations/MessageState.ts"
+import type { StoreError } from "../../src/stores/StoreError.ts"
 import { toConversationToolError } from "../../src/tools/ConversationTools.ts"
 import { openEngine, removeTempDirs, type TestEngine, tempDir } from "./engine.ts"
 

@@ -34,13 +34,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Layer, Option, PubSub, References } from "effect"
 import fc from "fast-check"
 import * as EventBus from "../../src/actors/EventBus.ts"
-import {
-  defaultStoreOptions,
-  makeStore,
-  type StoreError,
-  type StoreHealth,
-  type StoreOptions,
-} from "../../src/actors/StoreActor.ts"
+import { defaultStoreOptions, makeStore, type StoreHealth, type StoreOptions } from "../../src/actors/StoreActor.ts"
+import type { StoreError } from "../../src/stores/StoreError.ts"
 import {
   batchEndFlag,
   decodeSegmentHeader,

@@ -19,10 +19,10 @@ import * as EventBus from "../../src/actors/EventBus.ts"
 import {
   defaultStoreOptions,
   makeStore,
-  type StoreError,
   type Store as StoreHandle,
   type StoreOptions,
 } from "../../src/actors/StoreActor.ts"
+import type { StoreError } from "../../src/stores/StoreError.ts"
 import { segmentFileName } from "../../src/stores/WalRecord.ts"
 import { type KvCommand, type KvRejected, kvStore, readAll } from "../support/KvStore.ts"
 import * as Sim from "../support/SimulatedDisk.ts"

@@ -27,13 +27,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { type Context, Effect, Exit, Layer, References, Scope } from "effect"
 import fc from "fast-check"
 import * as EventBus from "../../src/actors/EventBus.ts"
-import {
-  defaultStoreOptions,
-  makeStore,
-  type Store,
-  type StoreError,
-  type StoreOptions,
-} from "../../src/actors/StoreActor.ts"
+import { defaultStoreOptions, makeStore, type Store, type StoreOptions } from "../../src/actors/StoreActor.ts"
+import type { StoreError } from "../../src/stores/StoreError.ts"
 import type { WalFs } from "../../src/stores/WalFs.ts"
 import { type KvCommand, type KvRejected, kvStore, readAll } from "../support/KvStore.ts"
 import * as Sim from "../support/SimulatedDisk.ts"

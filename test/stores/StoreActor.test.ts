@@ -13,9 +13,10 @@ import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Layer, Option, PubSub, References, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import * as EventBus from "../../src/actors/EventBus.ts"
-import { defaultStoreOptions, makeStore, type StoreError, type StoreOptions } from "../../src/actors/StoreActor.ts"
+import { defaultStoreOptions, makeStore, type StoreOptions } from "../../src/actors/StoreActor.ts"
 import { openCheckpoint } from "../../src/stores/Checkpoint.ts"
 import { openLocalWal } from "../../src/stores/FileWal.ts"
+import type { StoreError } from "../../src/stores/StoreError.ts"
 import { layerNode } from "../../src/stores/WalFs.ts"
 import {
   parseSegmentFileName,

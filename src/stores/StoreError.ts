@@ -1,0 +1,18 @@
+/**
+ * Why a store could not serve a call, as opposed to a domain failure of the command itself:
+ * - `WriteFailed`: the write failed (rolled back, or its fate decided when the store next opens);
+ * - `DiskFull`: the disk holding the store is full (writes resume by themselves once it has room);
+ * - `Unavailable`: the store cannot open or keeps failing;
+ * - `Corrupt`: the store's log is damaged (see `mnemos repair`);
+ * - `ShuttingDown`: the daemon is stopping;
+ * - `ReplyWithheld`: a retried command was applied before, but its reply was dropped by a
+ *   compaction (it may have quoted deleted data); it is not applied again.
+ */
+import { Schema } from "effect"
+
+/** Why a store could not serve a call (as opposed to a domain failure of the command itself). */
+export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", {
+  store: Schema.String,
+  reason: Schema.Literals(["WriteFailed", "DiskFull", "Unavailable", "Corrupt", "ShuttingDown", "ReplyWithheld"]),
+  message: Schema.String,
+}) {}
