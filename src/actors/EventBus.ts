@@ -13,14 +13,23 @@ import { Context, Effect, Layer, PubSub, type Scope } from "effect"
 /** How many events a subscriber may fall behind before the oldest are dropped for it. */
 export const eventBusCapacity = 65_536
 
-/** One committed event. */
+/** One committed log record: a domain event, or a record of the store kernel's own (`kernel`). */
 export interface CommittedEvent {
   readonly store: string
   readonly seq: number
   /** Commit time, ms since the epoch. */
   readonly at: number
+  /** The domain event; undefined for a kernel record. */
   readonly event: unknown
+  /**
+   * Set for a record that is no domain event (an idempotency or snapshot record): announced so a
+   * subscriber's sequences stay gap-free, with nothing to apply.
+   */
+  readonly kernel?: true
 }
+
+/** True for a domain event (as opposed to a kernel record). */
+export const isDomainEvent = (committed: CommittedEvent): boolean => committed.kernel !== true
 
 /** Publish/subscribe of committed events. */
 export class EventBus extends Context.Service<

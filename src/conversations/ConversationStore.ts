@@ -27,7 +27,7 @@ import {
   decideGeneration,
   GenerationCommand,
   GenerationEvent,
-  type GenerationRefused,
+  GenerationRefused,
   type GenerationReply,
 } from "./Generations.ts"
 import { erase, insertLive, markDeleted, readStats, readStored, replaceLive } from "./MessageState.ts"
@@ -243,6 +243,7 @@ export const conversationStore: StoreDefinition<
   name: "conversations",
   commandSchema: ConversationCommand,
   eventSchema: ConversationEvent,
+  failureSchema: Schema.Union([MessageRejected, GenerationRefused]),
   decide: (command, state, context) =>
     isGenerationCommand(command) ? decideGeneration(command, state) : decideMessage(command, state, context.now),
   apply: (event, state) => (isGenerationEvent(event) ? applyGeneration(event, state) : applyMessage(event, state)),

@@ -7,7 +7,7 @@
  * generic entry from whatever `project`/`by`/`tool` fields they have. The audit store's own
  * events are never audited (that would never end).
  */
-import type { CommittedEvent } from "../actors/EventBus.ts"
+import { type CommittedEvent, isDomainEvent } from "../actors/EventBus.ts"
 import type { GraphEvent } from "../graph/GraphStore.ts"
 import { type AuditEntryInput, allProjectsMarker, auditStore, auditSummaryCharsMax } from "./AuditStore.ts"
 import type { RecordEvent } from "./RecordStore.ts"
@@ -82,7 +82,7 @@ const isRecordEvent = (event: unknown): event is RecordEvent => stringField(even
 
 /** The ledger entry for one committed event, or undefined for the audit store's own events. */
 export const auditEntryOf = (committed: CommittedEvent): AuditEntryInput | undefined => {
-  if (committed.store === auditStore.name) return undefined
+  if (committed.store === auditStore.name || !isDomainEvent(committed)) return undefined
   const { store, seq: sourceSeq, at, event } = committed
   if (isRecordEvent(event)) {
     const { record } = event

@@ -386,5 +386,13 @@ export const makeRecordStore = (name: string, kinds: ReadonlyArray<AnyRecordKind
     state.put(projectKey(record.project), 1)
   }
 
-  return { name, commandSchema: RecordCommand, eventSchema: RecordEvent, decide, apply, kinds }
+  return {
+    name,
+    commandSchema: RecordCommand,
+    eventSchema: RecordEvent,
+    failureSchema: RecordRejected,
+    decide,
+    apply,
+    kinds,
+  }
 }

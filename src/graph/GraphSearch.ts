@@ -11,7 +11,7 @@
  * index and every answer equals a scan (`searchNodesByScan`), which the tests check.
  */
 import { Context, Duration, Effect, Layer, PubSub, Semaphore } from "effect"
-import { type CommittedEvent, EventBus } from "../actors/EventBus.ts"
+import { type CommittedEvent, EventBus, isDomainEvent } from "../actors/EventBus.ts"
 import { Router } from "../actors/Router.ts"
 import type { StoreView } from "../stores/Checkpoint.ts"
 import type { StoreError } from "../stores/StoreError.ts"
@@ -59,6 +59,7 @@ export const layer: Layer.Layer<GraphSearch, never, Router | EventBus> = Layer.e
             rebuilds++
           }
           lastSeq = Math.max(lastSeq ?? 0, committed.seq)
+          if (!isDomainEvent(committed)) continue
           const event = committed.event as GraphEvent
           indexes.get(event.project)?.refresh(view, event)
           eventsApplied++

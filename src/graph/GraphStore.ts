@@ -32,7 +32,7 @@ import {
   relationsTo,
 } from "./GraphKeys.ts"
 import type { AddedObservations, Entity, Relation } from "./Model.ts"
-import { type EntityNotFound, entityNotFound } from "./OfficialSemantics.ts"
+import { EntityNotFound, entityNotFound } from "./OfficialSemantics.ts"
 
 const RelationTriple = Schema.Struct({ from: Schema.String, to: Schema.String, relationType: Schema.String })
 const EntityInput = Schema.Struct({
@@ -491,6 +491,7 @@ export const graphStore: StoreDefinition<GraphCommand, GraphEvent, GraphReply, G
   name: "graph",
   commandSchema: GraphCommand,
   eventSchema: GraphEvent,
+  failureSchema: Schema.Union([GraphRejected, EntityNotFound]),
   decide: decideAuthored,
   apply,
 }

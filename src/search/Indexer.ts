@@ -17,7 +17,7 @@
  * scan began (`touchedSince`). Health reports cold/warming/warm and the lag.
  */
 import { Clock, Context, Duration, Effect, Fiber, Layer, PubSub, Semaphore } from "effect"
-import { type CommittedEvent, EventBus } from "../actors/EventBus.ts"
+import { type CommittedEvent, EventBus, isDomainEvent } from "../actors/EventBus.ts"
 import { Router } from "../actors/Router.ts"
 import type { StoreView } from "../stores/Checkpoint.ts"
 import { Embedder } from "./Embedder.ts"
@@ -190,7 +190,10 @@ export const makeIndexer = (config: IndexerConfig) =>
           if (store === undefined) continue
           const changes = yield* store
             .read((view: StoreView) =>
-              list.map((committed) => ({ committed, changes: source.changes(committed.event, view) })),
+              list.map((committed) => ({
+                committed,
+                changes: isDomainEvent(committed) ? source.changes(committed.event, view) : [],
+              })),
             )
             .pipe(Effect.catch(() => Effect.succeed(undefined)))
           if (changes === undefined) {

@@ -4,10 +4,13 @@
  *
  * When a command with key K succeeds with events, its last event's WAL record also carries an
  * idempotency record {K, reply, at} (record type `eventWithReplyRecordType`); replay restores it
- * with the data, so after any crash the record exists exactly when the write does. It takes no
- * WAL sequence of its own: the sequences of published events stay gap-free, which is how
- * subscribers tell that the bus dropped events (logs written before this kept it as a record of
- * its own, `idempotencyRecordType`, still read on replay). A later command with key K finds the
+ * with the data, so after any crash the record exists exactly when the write does. A keyed command
+ * that changes nothing, or that the domain refuses, is remembered in a record of its own
+ * (`idempotencyRecordType`; a refusal with its failure, encoded with the store's `failureSchema`),
+ * so its retry is answered the same way and never decided again on later state — which a replicated
+ * log needs, where the retry may reach another daemon. Every record is announced on the event bus
+ * (a kernel record: no domain event), so the published sequences stay gap-free, which is how
+ * subscribers tell that the bus dropped events. A later command with key K finds the
  * record (in the batch overlay or the committed state) and is answered from it without being
  * decided again. Commands are processed one batch at a time, in order, so a repeat always sees
  * the record of the first. Records older than `idempotencyTtlMs` are pruned at checkpoints. A
@@ -32,6 +35,8 @@ export interface IdempotencyRecord {
   readonly key: string
   readonly reply: unknown
   readonly at: number
+  /** A refusal's failure, encoded with the store's `failureSchema` (then `reply` is null). */
+  readonly failure?: unknown
   /** Set by a compaction: the command was applied, but its reply (which may quote deleted data) is gone. */
   readonly withheld?: true
 }

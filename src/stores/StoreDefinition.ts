@@ -33,6 +33,11 @@ export interface StoreDefinition<Command, Event, Reply, Failure> {
   readonly commandSchema: Schema.Codec<Command, unknown>
   /** Encodes events into WAL payloads (as JSON) and decodes them on replay. */
   readonly eventSchema: Schema.Codec<Event, unknown>
+  /**
+   * Encodes the domain's refusals, so a keyed command that was refused is answered with the same
+   * refusal when it is retried (without it, a refused keyed command is decided again).
+   */
+  readonly failureSchema?: Schema.Codec<Failure, unknown>
   readonly decide: (
     command: Command,
     state: StoreView,

@@ -40,7 +40,7 @@ import {
 } from "./Idempotency.ts"
 import { Overlay } from "./Overlay.ts"
 import { PendingView } from "./PendingView.ts"
-import type { StoreDefinition } from "./StoreDefinition.ts"
+import type { Decision, StoreDefinition } from "./StoreDefinition.ts"
 import { StoreError } from "./StoreError.ts"
 import { type Appended, type RecoveryReport, type Wal, type WalEntry, WalError, type WalStats } from "./Wal.ts"
 import { WalFs } from "./WalFs.ts"
@@ -101,8 +101,26 @@ export interface KernelHealth {
   readonly lmdbBytes?: number
 }
 
-/** WAL record type of a domain event (idempotency records are types 2 and 3, Idempotency.ts). */
-const eventRecordType = 1
+/**
+ * WAL record types. 1: a domain event (older logs); 5: `{at, event}`, a domain event with its
+ * commit time; 2 and 3: idempotency records (Idempotency.ts; 3 carries `at` since 5 exists);
+ * 4: snapshot records. Replay publishes each event with its commit time (the restart's time for
+ * records older than that).
+ */
+const eventAtRecordType = 5
+
+/** What a record of type 1, 2, 3 or 5 holds. */
+const decodeRecord = (
+  type: number,
+  payload: { readonly at?: number; readonly event?: unknown; readonly remember?: IdempotencyRecord },
+): { readonly event?: unknown; readonly remember?: IdempotencyRecord; readonly at?: number } => {
+  if (type === idempotencyRecordType) {
+    const remember = payload as unknown as IdempotencyRecord
+    return { remember, at: remember.at }
+  }
+  if (type === eventWithReplyRecordType || type === eventAtRecordType) return payload
+  return { event: payload }
+}
 /** WAL record type of a snapshot record: `[[key, value], ...]`, part of a compaction's one snapshot batch. */
 export const snapshotRecordType = 4
 /** Most payload bytes one snapshot record carries (far below the record limit, to bound the load's memory). */
@@ -170,6 +188,14 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
       at,
       event,
     })
+    /** A record of the kernel's own (idempotency, snapshot): announced so sequences stay gap-free. */
+    const kernelRecord = (seq: number, at: number): CommittedEvent => ({
+      store: definition.name,
+      seq,
+      at,
+      event: undefined,
+      kernel: true,
+    })
 
     /**
      * Applies the log's records (whole batches) to the pending layer and queues them for LMDB, as
@@ -184,7 +210,9 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
       snapshot: RecoveryReport["snapshot"],
     ) =>
       Effect.gen(function* () {
-        const applied: Array<{ seq: number; event: Event }> = []
+        // Records written before commit times were logged are published with the restart's time.
+        const restartedAt = yield* Clock.currentTimeMillis
+        const applied: Array<CommittedEvent> = []
         let overlay = new Overlay(view)
         let batchBytes = 0
         for (const record of records) {
@@ -196,20 +224,19 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
             for (const [key, value] of payload as Array<readonly [string, unknown]>) overlay.put(key, value)
             const last = (record.flags & batchEndFlag) !== 0
             commits.enqueue(overlay.changes(), last ? record.seq : (snapshot?.firstSeq ?? record.seq) - 1, batchBytes)
+            applied.push(kernelRecord(record.seq, restartedAt))
             overlay = new Overlay(view)
             batchBytes = 0
             if (view.size >= options.lmdbCommitChangesMax) yield* Effect.promise(() => commits.drain())
             continue
           }
-          let remember: IdempotencyRecord | undefined
-          if (record.type === idempotencyRecordType) remember = payload as IdempotencyRecord
-          else {
-            const event = decodeEvent(record.type === eventWithReplyRecordType ? payload.event : payload)
-            if (record.type === eventWithReplyRecordType) remember = payload.remember as IdempotencyRecord
+          const decoded = decodeRecord(record.type, payload)
+          if (decoded.remember !== undefined) overlay.put(idempotencyStateKey(decoded.remember.key), decoded.remember)
+          if (decoded.event !== undefined) {
+            const event = decodeEvent(decoded.event)
             definition.apply(event, overlay)
-            applied.push({ seq: record.seq, event })
-          }
-          if (remember !== undefined) overlay.put(idempotencyStateKey(remember.key), remember)
+            applied.push(committed(record.seq, event, decoded.at ?? restartedAt))
+          } else applied.push(kernelRecord(record.seq, decoded.at ?? restartedAt))
           if (record.flags & batchEndFlag) {
             commits.enqueue(overlay.changes(), record.seq, batchBytes)
             overlay = new Overlay(view)
@@ -238,8 +265,13 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
     /** Opens the store: LMDB, then the log, replaying (and republishing) what LMDB lacks. */
     const open = Effect.gen(function* () {
       let checkpoint = yield* openCheckpoint(lmdbDir)
+      // Set once LMDB commits may be queued: an open that fails or is interrupted drains it before
+      // LMDB closes (a commit queued to a closed environment would fail outside any handler).
+      let commits: CommitQueue | undefined
+      let log: Wal | undefined
       return yield* Effect.gen(function* () {
         const opened = yield* openWal(checkpoint.appliedSeq(), checkpoint.salt())
+        log = opened.wal
         if (opened.report.snapshot !== undefined) {
           // A compaction's snapshot is newer than LMDB (the compaction was cut short): LMDB is
           // rebuilt from it, from scratch, so no page of the old file (deleted data) survives.
@@ -250,21 +282,30 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
         const salt = opened.wal.stats().salt
         walSalt = salt
         const view = new PendingView(checkpoint.view)
-        const commits = new CommitQueue(checkpoint, view, salt, {
+        const queue = new CommitQueue(checkpoint, view, salt, {
           intervalMs: options.lmdbCommitIntervalMs,
           changesMax: options.lmdbCommitChangesMax,
           bytesMax: options.lmdbCommitBytesMax,
         })
-        const replayed = yield* replayInto(view, commits, opened.replay, opened.report.snapshot).pipe(
+        commits = queue
+        const replayed = yield* replayInto(view, queue, opened.replay, opened.report.snapshot).pipe(
           Effect.catchDefect((defect) => Effect.fail(defect)),
-          Effect.onError(() => Effect.promise(() => commits.drain())),
         )
-        const at = yield* Clock.currentTimeMillis
-        yield* bus.publishAll(replayed.map(({ seq, event }) => committed(seq, event, at)))
+        yield* bus.publishAll(replayed)
         recovery = opened.report
         ackedSeq = opened.wal.stats().nextSeq - 1
-        return { checkpoint, wal: opened.wal, salt, view, commits } satisfies Incarnation
-      }).pipe(Effect.onError(() => Effect.promise(() => checkpoint.close().catch(() => undefined))))
+        return { checkpoint, wal: opened.wal, salt, view, commits: queue } satisfies Incarnation
+      }).pipe(
+        Effect.onError(() =>
+          Effect.andThen(
+            log === undefined ? Effect.void : log.close(),
+            Effect.promise(async () => {
+              await commits?.drain()
+              await checkpoint.close().catch(() => undefined)
+            }),
+          ),
+        ),
+      )
     })
 
     /** Deletes the LMDB environment's files (the store is closed, or never opened). */
@@ -449,6 +490,33 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
         return { incarnation: reopened, report: { keys, bytesBefore, bytesAfter: bytesOnDisk(reopened) } }
       })
 
+    const encodeFailure =
+      definition.failureSchema === undefined ? undefined : Schema.encodeSync(definition.failureSchema)
+    const decodeFailure =
+      definition.failureSchema === undefined ? undefined : Schema.decodeUnknownSync(definition.failureSchema)
+
+    /** What a keyed refusal or no-op leaves for its retries (a refusal only when it can be decoded again). */
+    const rememberOutcome = (
+      key: string,
+      outcome: Result.Result<Decision<Event, Reply>, Failure>,
+      now: number,
+    ): IdempotencyRecord | undefined => {
+      if (Result.isSuccess(outcome)) return { key, reply: outcome.success.reply, at: now }
+      return encodeFailure === undefined
+        ? undefined
+        : { key, reply: null, failure: encodeFailure(outcome.failure), at: now }
+    }
+
+    /** The first outcome of a command, for its retry. */
+    const recalled = (
+      remembered: IdempotencyRecord,
+    ): Result.Result<{ readonly reply: Reply }, Failure | StoreError> => {
+      if (remembered.withheld === true) return Result.fail(replyWithheld(definition.name, remembered.key))
+      if (remembered.failure !== undefined && decodeFailure !== undefined)
+        return Result.fail(decodeFailure(remembered.failure))
+      return Result.succeed({ reply: remembered.reply as Reply })
+    }
+
     /** Decides and applies `batch` against an overlay on `base` and encodes its WAL entries; writes nothing. */
     const prepare = (
       incarnation: Incarnation,
@@ -463,23 +531,32 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
         const outcomes = batch.map((submitted): Result.Result<{ readonly reply: Reply }, Failure | StoreError> => {
           const key = submitted.idempotencyKey
           const remembered = key === undefined ? undefined : rememberedReply(overlay, key)
-          if (remembered?.withheld === true) return Result.fail(replyWithheld(definition.name, key!))
-          if (remembered !== undefined) return Result.succeed({ reply: remembered.reply as Reply })
+          if (remembered !== undefined) return recalled(remembered)
           const outcome = definition.decide(submitted.command, overlay, context)
+          const events = Result.isSuccess(outcome) ? outcome.success.events : []
+          if (key !== undefined && (Result.isFailure(outcome) || events.length === 0)) {
+            // A keyed refusal or no-op is remembered too (a record of its own), so a retry is answered
+            // the same way instead of being decided again on later state.
+            const remember = rememberOutcome(key, outcome, now)
+            if (remember !== undefined) {
+              overlay.put(idempotencyStateKey(key), remember)
+              entries.push({ type: idempotencyRecordType, payload: JSON.stringify(remember) })
+            }
+          }
           if (Result.isFailure(outcome)) return outcome
-          const { events } = outcome.success
           // A keyed command's reply rides on its last event's record (Idempotency.ts).
           const last = key === undefined ? events.length : events.length - 1
           for (let index = 0; index < events.length; index++) {
             const event = events[index]!
             definition.apply(event, overlay)
+            const encoded = JSON.stringify(encodeEvent(event))
             if (index !== last) {
-              entries.push({ type: eventRecordType, payload: JSON.stringify(encodeEvent(event)), event })
+              entries.push({ type: eventAtRecordType, payload: `{"at":${now},"event":${encoded}}`, event })
               continue
             }
             const remember: IdempotencyRecord = { key: key!, reply: outcome.success.reply, at: now }
             overlay.put(idempotencyStateKey(key!), remember)
-            const payload = JSON.stringify({ event: encodeEvent(event), remember })
+            const payload = `{"at":${now},"event":${encoded},"remember":${JSON.stringify(remember)}}`
             entries.push({ type: eventWithReplyRecordType, payload, event })
           }
           return outcome
@@ -516,8 +593,9 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
       recordsSinceCheckpoint += entries.length
       const events: Array<CommittedEvent> = []
       for (let index = 0; index < entries.length; index++) {
+        const seq = appended.firstSeq + index
         const event = entries[index]!.event
-        if (event !== undefined) events.push(committed(appended.firstSeq + index, event, prepared.now))
+        events.push(event !== undefined ? committed(seq, event, prepared.now) : kernelRecord(seq, prepared.now))
       }
       return bus.publishAll(events)
     }

@@ -31,7 +31,7 @@ import {
   UnsubscribeRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js"
 import { type Context, Effect, Exit, Fiber, PubSub, Result, Schema, type Scope } from "effect"
-import { EventBus } from "../actors/EventBus.ts"
+import { EventBus, isDomainEvent } from "../actors/EventBus.ts"
 import { Router } from "../actors/Router.ts"
 import { buildInfo } from "../cli/BuildInfo.ts"
 import { allProjectsMarker, auditStore, sessionAction } from "../engineering/AuditStore.ts"
@@ -284,7 +284,10 @@ export const startSession = (
           if (!subscriptions.has(knowledgeGraphUri) || projectPromise === undefined) return
           const scope = yield* Effect.promise(() => project())
           const relevant = batch.some(
-            (committed) => committed.store === graphStore.name && (committed.event as GraphEvent).project === scope,
+            (committed) =>
+              committed.store === graphStore.name &&
+              isDomainEvent(committed) &&
+              (committed.event as GraphEvent).project === scope,
           )
           if (relevant)
             yield* Effect.promise(() => server.sendResourceUpdated({ uri: knowledgeGraphUri }).catch(() => undefined))

@@ -19,7 +19,7 @@
 
 import { Effect, PubSub, type Scope } from "effect"
 import { WebSocket, WebSocketServer } from "ws"
-import { type CommittedEvent, EventBus } from "../actors/EventBus.ts"
+import { type CommittedEvent, EventBus, isDomainEvent } from "../actors/EventBus.ts"
 import type { LiveEvent } from "../dashboard/LiveEvent.ts"
 import type { GraphEvent } from "../graph/GraphStore.ts"
 
@@ -161,7 +161,7 @@ export const makeDashboardEvents: Effect.Effect<DashboardEvents, never, EventBus
     }
     const count = (committed: CommittedEvent) => {
       lastSeqByStore[committed.store] = Math.max(lastSeqByStore[committed.store] ?? 0, committed.seq)
-      if (committed.store === auditStoreName) return
+      if (committed.store === auditStoreName || !isDomainEvent(committed)) return
       totalByStore[committed.store] = (totalByStore[committed.store] ?? 0) + 1
       const second = Math.floor(committed.at / 1000)
       buckets.set(second, (buckets.get(second) ?? 0) + 1)
@@ -171,7 +171,7 @@ export const makeDashboardEvents: Effect.Effect<DashboardEvents, never, EventBus
     const enqueue = (batch: ReadonlyArray<CommittedEvent>) => {
       for (const committed of batch) count(committed)
       if (clients.size === 0) return
-      const live = batch.map(liveEventOf)
+      const live = batch.filter(isDomainEvent).map(liveEventOf)
       for (const client of clients) {
         if (client.mustResync !== undefined) continue
         if (client.queue.length + live.length > liveQueueEventsMax) {

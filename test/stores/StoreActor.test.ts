@@ -455,6 +455,82 @@ describe("StoreActor on the real file system", () => {
       }).pipe(Effect.provideService(References.MinimumLogLevel, "None")),
   )
 
+  it.live(
+    "a keyed no-op and a keyed refusal are remembered: their retries get the first answer after the state changed, also after a restart; every record keeps the published sequences gap-free",
+    () =>
+      Effect.gen(function* () {
+        const dir = yield* tempDir
+        const options = optionsFor(dir)
+        const first = yield* Effect.scoped(
+          Effect.gen(function* () {
+            const subscription = yield* (yield* EventBus.EventBus).subscribe
+            const store = yield* makeStore(kvStore(), options)
+            yield* store.send(put("k", "a"))
+            const noOp = yield* store.send({ _tag: "Expect", key: "k", value: "a" }, { idempotencyKey: "c:1" })
+            const refused = yield* Effect.flip(
+              store.send({ _tag: "Expect", key: "k", value: "b" }, { idempotencyKey: "c:2" }),
+            )
+            yield* store.send(put("k", "b"))
+            // Decided again, the first would now be refused and the second succeed: they are not.
+            const noOpAgain = yield* store.send({ _tag: "Expect", key: "k", value: "a" }, { idempotencyKey: "c:1" })
+            const refusedAgain = yield* Effect.flip(
+              store.send({ _tag: "Expect", key: "k", value: "b" }, { idempotencyKey: "c:2" }),
+            )
+            const published = yield* PubSub.takeUpTo(subscription, 100)
+            return { noOp, noOpAgain, refused, refusedAgain, published }
+          }).pipe(Effect.provide(storeLayer)),
+        )
+        assert.deepStrictEqual(first.noOpAgain, first.noOp)
+        assert.strictEqual((first.refused as KvRejected).message, "k does not hold b")
+        assert.strictEqual((first.refusedAgain as KvRejected)._tag, "KvRejected")
+        assert.strictEqual((first.refusedAgain as KvRejected).message, "k does not hold b")
+        // put, the no-op's record, the refusal's record, put: four records, four published sequences.
+        assert.deepStrictEqual(
+          first.published.map((event) => [event.seq, event.kernel === true]),
+          [
+            [1, false],
+            [2, true],
+            [3, true],
+            [4, false],
+          ],
+        )
+        const afterRestart = yield* Effect.scoped(
+          Effect.gen(function* () {
+            const store = yield* makeStore(kvStore(), options)
+            return yield* Effect.flip(store.send({ _tag: "Expect", key: "k", value: "b" }, { idempotencyKey: "c:2" }))
+          }).pipe(Effect.provide(storeLayer)),
+        )
+        assert.strictEqual((afterRestart as KvRejected).message, "k does not hold b")
+      }),
+  )
+
+  it.effect("a replayed event carries its commit time, not the restart's", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const disk = new Sim.SimulatedDisk({ seed: 9 })
+      const options = optionsFor(dir)
+      yield* TestClock.setTime(1_000_000)
+      yield* Effect.scoped(
+        Effect.gen(function* () {
+          const store = yield* makeStore(kvStore(), options)
+          yield* store.send(put("timed"))
+          disk.crashAfter(0) // the power goes before any checkpoint: the next start replays the record
+        }).pipe(Effect.provide(Layer.merge(EventBus.layer, Sim.layer(disk)))),
+      )
+      yield* TestClock.setTime(9_000_000)
+      const rebooted = disk.crash()
+      rmSync(join(dir, "lmdb"), { recursive: true, force: true })
+      const replayed = yield* Effect.scoped(
+        Effect.gen(function* () {
+          const subscription = yield* (yield* EventBus.EventBus).subscribe
+          yield* makeStore(kvStore(), options)
+          return yield* PubSub.take(subscription)
+        }).pipe(Effect.provide(Layer.merge(EventBus.layer, Sim.layer(rebooted)))),
+      )
+      assert.deepStrictEqual([replayed.seq, replayed.at], [1, 1_000_000])
+    }).pipe(Effect.provideService(References.MinimumLogLevel, "None")),
+  )
+
   it.live("a log written before idempotency records rode on events still replays them (stand-alone records)", () =>
     Effect.gen(function* () {
       const dir = yield* tempDir

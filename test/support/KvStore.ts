@@ -11,6 +11,8 @@ export const KvCommand = Schema.Union([
   Schema.TaggedStruct("Delete", { key: Schema.String }),
   Schema.TaggedStruct("Poison", {}),
   Schema.TaggedStruct("Reject", {}),
+  /** Succeeds, changing nothing, when `key` holds `value`; refused otherwise. */
+  Schema.TaggedStruct("Expect", { key: Schema.String, value: Schema.String }),
 ])
 export type KvCommand = typeof KvCommand.Type
 
@@ -30,6 +32,7 @@ export const kvStore = (
   name,
   commandSchema: KvCommand,
   eventSchema: KvEvent,
+  failureSchema: KvRejected,
   decide: (command, state, context) => {
     switch (command._tag) {
       case "Put":
@@ -45,6 +48,10 @@ export const kvStore = (
         throw new Error("poisoned command: a bug in decide")
       case "Reject":
         return Result.fail(new KvRejected({ message: "rejected by the domain" }))
+      case "Expect":
+        return (state.get(keyOf(command.key)) as { value: string } | undefined)?.value === command.value
+          ? Result.succeed({ events: [], reply: { changed: false } })
+          : Result.fail(new KvRejected({ message: `${command.key} does not hold ${command.value}` }))
     }
   },
   apply: (event, state) => {
