@@ -20,7 +20,8 @@ import { fileURLToPath, pathToFileURL } from "node:url"
 import { Worker } from "node:worker_threads"
 import { Context, Deferred, Effect, Exit, Layer, Schema, type Scope } from "effect"
 import type { WorkerReply, WorkerRequest } from "./EmbedderWorker.ts"
-import { type EncoderConfig, loadEncoder, type SentenceEncoder } from "./SentenceEncoder.ts"
+import { type EncoderConfig, loadEncoder } from "./EncoderLoader.ts"
+import type { SentenceEncoder } from "./SentenceEncoder.ts"
 import { buildStaticModel, defaultVocabularySize, isStaticModelCurrent } from "./StaticModelBuild.ts"
 
 /** The embedder failed: the model could not load, or a run failed. */
