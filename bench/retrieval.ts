@@ -4,15 +4,25 @@
  * near-miss queries whose target sits next to same-topic records that share more words with the
  * query. All 276 records are indexed together, so every query competes with every record.
  *
- * Queries run through the real index (SearchIndex: FlexSearch + BM25F, vectors from the default
- * ONNX model, fusion) exactly as mem-search runs them. Results are printed per split: "tune" is
- * what constants may be chosen on, "heldout" is the report. While tuning, set
- * MNEMOS_RETRIEVAL_SPLIT=tune so the held-out numbers are not even computed.
+ * Queries run through the real index (SearchIndex: FlexSearch + BM25F, vectors from the ONNX
+ * model, fusion, re-ranking by term alignment) exactly as mem-search runs them. Results are
+ * printed per split: "tune" is what constants may be chosen on, "heldout" is the report. While
+ * tuning, set MNEMOS_RETRIEVAL_SPLIT=tune so the held-out numbers are not even computed.
+ *
+ * Beside the default, the same run measures each idea on its own (hybrid mode): fusion without
+ * alignment, and (not with --quick: each needs a model build of ≈ 20 s) the model before this
+ * work (raw GloVe vectors), raw vectors with alignment, and vectors retrofitted to WordNet.
  */
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { resolveDefaultModel } from "../src/search/Embedder.ts"
 import type { SearchMode } from "../src/search/Ranking.ts"
+import { defaultRetrofitOptions } from "../src/search/Retrofit.ts"
 import { SearchIndex } from "../src/search/SearchIndex.ts"
-import { loadStaticModel } from "../src/search/StaticModel.ts"
+import { loadStaticModel, readStaticModelFiles } from "../src/search/StaticModel.ts"
+import { buildStaticModel, type StaticModelBuildOptions } from "../src/search/StaticModelBuild.ts"
+import { loadTermAligner } from "../src/search/TermAlignment.ts"
 import {
   type LabelledQuery,
   loadRetrievalSet,
@@ -27,7 +37,7 @@ import { round } from "./Table.ts"
 const mrrDepth = 10
 const modes: ReadonlyArray<SearchMode> = ["lexical", "semantic", "hybrid"]
 
-/** Per (group, mode): how many queries, how many ranked their target first / in the top 5, Σ 1/rank. */
+/** Per (group, split, mode): how many queries, how many ranked their target first / in the top 5, Σ 1/rank. */
 interface Score {
   count: number
   top1: number
@@ -43,17 +53,45 @@ const groups: ReadonlyArray<readonly [string, (query: LabelledQuery, shared: num
   ["paraphrase, no shared term", (query, shared) => query.type === "paraphrase" && shared === 0],
 ]
 
-export const suite: BenchSuite = {
-  title: "retrieval quality (hits@1, hits@5, MRR@10) on the labelled engineering-memory sets",
-  run: async () => {
-    const now = Date.now()
-    const set = loadRetrievalSet(now)
-    const violations = nearMissViolations(set)
-    if (violations.length > 0) throw new Error(`near-miss set: not near misses:\n${violations.join("\n")}`)
-    const only = process.env.MNEMOS_RETRIEVAL_SPLIT as Split | undefined
-    const reported = only === undefined ? splits : splits.filter((split) => split === only)
-    const queries = set.queries.filter((query) => reported.includes(query.split))
-    const encoder = await loadStaticModel(resolveDefaultModel(undefined))
+/** One way of searching: a model (the default, or one built with `build`) and whether to align. */
+interface Variant {
+  readonly name: string
+  readonly build?: Omit<StaticModelBuildOptions, "outDir">
+  readonly align: boolean
+}
+
+const defaultVariant: Variant = { name: "default (all-but-the-top vectors, alignment)", align: true }
+const variants: ReadonlyArray<Variant & { readonly full?: true }> = [
+  defaultVariant,
+  { name: "fusion only, no alignment", align: false },
+  { name: "before: raw GloVe vectors, fusion only", build: { allButTheTop: false }, align: false, full: true },
+  { name: "raw GloVe vectors, alignment", build: { allButTheTop: false }, align: true, full: true },
+  {
+    name: "retrofitted to WordNet, all-but-the-top, alignment",
+    build: { retrofit: defaultRetrofitOptions },
+    align: true,
+    full: true,
+  },
+]
+
+type Metrics = { n: number; hits1: number; hits5: number; mrr: number }
+
+/** Runs every query of `queries` in every mode of `runModes` against `variant`. */
+const measure = async (
+  variant: Variant,
+  set: ReturnType<typeof loadRetrievalSet>,
+  queries: ReadonlyArray<LabelledQuery>,
+  runModes: ReadonlyArray<SearchMode>,
+  misses?: Array<string>,
+) => {
+  const now = Date.now()
+  const built = variant.build === undefined ? undefined : mkdtempSync(join(tmpdir(), "mnemos-retrieval-"))
+  try {
+    const dir = built ?? resolveDefaultModel(undefined)
+    if (built !== undefined) buildStaticModel({ ...variant.build, outDir: built })
+    const files = readStaticModelFiles(dir)
+    const encoder = await loadStaticModel(dir, files)
+    const aligner = variant.align ? loadTermAligner(dir, files.vocabulary) : undefined
     const index = new SearchIndex()
     for (const document of set.documents)
       for (const pending of index.replaceGroup(document.store, document.id, [document])) {
@@ -62,11 +100,10 @@ export const suite: BenchSuite = {
       }
     const byId = new Map(set.documents.map((document) => [document.id, document]))
     const scores = new Map<string, Score>()
-    const misses: Array<string> = []
     for (const query of queries) {
       const [vector] = await encoder.encode([query.query])
       const shared = sharedTerms(query.query, byId.get(query.target)!)
-      for (const mode of modes) {
+      for (const mode of runModes) {
         const hits = index.search({
           text: query.query,
           mode,
@@ -74,10 +111,11 @@ export const suite: BenchSuite = {
           limit: mrrDepth,
           vector,
           now,
+          aligner,
         })
         const rank = hits.findIndex((hit) => hit.document.id === query.target) + 1
         if (mode === "hybrid" && rank !== 1 && query.split === "tune")
-          misses.push(
+          misses?.push(
             `${query.type} ${query.target} @${rank || "-"} "${query.query}" → ${hits
               .slice(0, 3)
               .map((hit) => hit.document.id)
@@ -96,13 +134,29 @@ export const suite: BenchSuite = {
       }
     }
     await encoder.close()
-    const cell = (name: string, split: Split, mode: SearchMode) =>
-      scores.get(`${name}|${split}|${mode}`) ?? { count: 0, top1: 0, top5: 0, reciprocal: 0 }
-    const metrics = (name: string, split: Split, mode: SearchMode) => {
-      const score = cell(name, split, mode)
+    return (name: string, split: Split, mode: SearchMode): Metrics => {
+      const score = scores.get(`${name}|${split}|${mode}`) ?? { count: 0, top1: 0, top5: 0, reciprocal: 0 }
       const of = (value: number) => (score.count === 0 ? 0 : value / score.count)
       return { n: score.count, hits1: of(score.top1), hits5: of(score.top5), mrr: of(score.reciprocal) }
     }
+  } finally {
+    if (built !== undefined) rmSync(built, { recursive: true, force: true })
+  }
+}
+
+const pass = (ok: boolean) => (ok ? "PASS" : "FAIL")
+
+export const suite: BenchSuite = {
+  title: "retrieval quality (hits@1, hits@5, MRR@10) on the labelled engineering-memory sets",
+  run: async ({ quick }) => {
+    const set = loadRetrievalSet(Date.now())
+    const violations = nearMissViolations(set)
+    if (violations.length > 0) throw new Error(`near-miss set: not near misses:\n${violations.join("\n")}`)
+    const only = process.env.MNEMOS_RETRIEVAL_SPLIT as Split | undefined
+    const reported = only === undefined ? splits : splits.filter((split) => split === only)
+    const queries = set.queries.filter((query) => reported.includes(query.split))
+    const misses: Array<string> = []
+    const metrics = await measure(defaultVariant, set, queries, modes, misses)
     const rows = reported.flatMap((split) =>
       groups.map(([name]) => {
         const byMode = modes.map((mode) => metrics(name, split, mode))
@@ -115,17 +169,50 @@ export const suite: BenchSuite = {
         ]
       }),
     )
-    const target = (split: Split) => {
+    const compared: Array<{ name: string; metrics: typeof metrics }> = []
+    for (const variant of variants) {
+      if (variant === defaultVariant) compared.push({ name: variant.name, metrics })
+      else if (!quick || variant.full !== true)
+        compared.push({ name: variant.name, metrics: await measure(variant, set, queries, ["hybrid"]) })
+    }
+    const variantRows = compared.flatMap(({ name, metrics: of }) =>
+      reported.map((split) => [
+        name,
+        split,
+        round(of("near-miss", split, "hybrid").hits1, 3),
+        round(of("near-miss", split, "hybrid").mrr, 3),
+        round(of("exact", split, "hybrid").hits1, 3),
+        round(of("paraphrase", split, "hybrid").hits5, 3),
+        round(of("paraphrase", split, "hybrid").mrr, 3),
+      ]),
+    )
+    const targets = (split: Split) => {
       const nearMiss = metrics("near-miss", split, "hybrid")
       const paraphrase = metrics("paraphrase", split, "hybrid")
-      return [
-        `targets (${split}, hybrid): near-miss hits@1 ${round(nearMiss.hits1, 3)} (>= 0.80 ${nearMiss.hits1 >= 0.8 ? "PASS" : "FAIL"}), MRR ${round(nearMiss.mrr, 3)} (>= 0.85 ${nearMiss.mrr >= 0.85 ? "PASS" : "FAIL"}); paraphrase hits@5 ${round(paraphrase.hits5, 3)} (>= 0.95 ${paraphrase.hits5 >= 0.95 ? "PASS" : "FAIL"}); exact hits@1 ${round(metrics("exact", split, "hybrid").hits1, 3)}`,
-      ]
+      const exact = metrics("exact", split, "hybrid")
+      return `targets (${split}, hybrid): near-miss hits@1 ${round(nearMiss.hits1, 3)} (>= 0.80 ${pass(nearMiss.hits1 >= 0.8)}), MRR ${round(nearMiss.mrr, 3)} (>= 0.85 ${pass(nearMiss.mrr >= 0.85)}); paraphrase hits@5 ${round(paraphrase.hits5, 3)} (>= 0.95 ${pass(paraphrase.hits5 >= 0.95)}); exact hits@1 ${round(exact.hits1, 3)}`
     }
+    const json = (of: typeof metrics, runModes: ReadonlyArray<SearchMode>) =>
+      Object.fromEntries(
+        reported.map((split) => [
+          split,
+          Object.fromEntries(
+            groups.map(([name]) => [
+              name,
+              Object.fromEntries(
+                runModes.map((mode) => {
+                  const m = of(name, split, mode)
+                  return [mode, { n: m.n, hits1: round(m.hits1, 4), hits5: round(m.hits5, 4), mrr: round(m.mrr, 4) }]
+                }),
+              ),
+            ]),
+          ),
+        ]),
+      )
     return {
       tables: [
         {
-          title: `hits@1, hits@5 and MRR@${mrrDepth} by mode (lex, sem, hyb), ${set.documents.length} records`,
+          title: `default ranking: hits@1, hits@5 and MRR@${mrrDepth} by mode (lex, sem, hyb), ${set.documents.length} records`,
           header: [
             "queries",
             "n",
@@ -141,9 +228,22 @@ export const suite: BenchSuite = {
           ],
           rows,
         },
+        {
+          title: "each idea on its own (hybrid)",
+          header: [
+            "variant",
+            "split",
+            "near-miss h@1",
+            "near-miss MRR",
+            "exact h@1",
+            "paraphrase h@5",
+            "paraphrase MRR",
+          ],
+          rows: variantRows,
+        },
       ],
       notes: [
-        ...reported.flatMap(target),
+        ...reported.map(targets),
         `hybrid misses on the tune split (target not first): ${misses.length}`,
         ...misses.map((line) => `  ${line}`),
       ],
@@ -151,22 +251,8 @@ export const suite: BenchSuite = {
         documents: set.documents.length,
         queries: queries.length,
         mrrDepth,
-        results: Object.fromEntries(
-          reported.map((split) => [
-            split,
-            Object.fromEntries(
-              groups.map(([name]) => [
-                name,
-                Object.fromEntries(
-                  modes.map((mode) => {
-                    const m = metrics(name, split, mode)
-                    return [mode, { n: m.n, hits1: round(m.hits1, 4), hits5: round(m.hits5, 4), mrr: round(m.mrr, 4) }]
-                  }),
-                ),
-              ]),
-            ),
-          ]),
-        ),
+        results: json(metrics, modes),
+        variants: Object.fromEntries(compared.map(({ name, metrics: of }) => [name, json(of, ["hybrid"])])),
       },
     }
   },

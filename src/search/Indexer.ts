@@ -363,6 +363,7 @@ export const makeIndexer = (config: IndexerConfig) =>
               limit: request.limit,
               vector,
               now,
+              aligner: embedder.aligner(),
             })
           }),
         )
