@@ -16,7 +16,7 @@ const formatVersion = 1
 const headerBytes = 20
 
 /** Relation kinds as stored. */
-const kinds: ReadonlyArray<WordRelation> = ["synonym", "similar", "hypernym", "hyponym"]
+const kinds: ReadonlyArray<WordRelation> = ["synonym", "similar", "hypernym", "hyponym", "derivation"]
 
 /** A lexicon over word ids. */
 export interface Lexicon {

@@ -30,7 +30,7 @@ export interface RetrofitOptions {
 export const defaultRetrofitOptions: RetrofitOptions = {
   iterations: 10,
   alpha: 1,
-  relationWeights: { synonym: 1, inflection: 1, similar: 1, hypernym: 1, hyponym: 1 },
+  relationWeights: { synonym: 1, inflection: 1, derivation: 1, similar: 1, hypernym: 1, hyponym: 1 },
   neighboursMax: 32,
 }
 

