@@ -16,10 +16,10 @@ import { Effect, Layer } from "effect"
 import * as ort from "onnxruntime-node"
 import { afterAll, assert, describe, it } from "vitest"
 import * as Embedder from "../../src/search/Embedder.ts"
-import { encodeOnnxModel, floatRaw, int64Raw, OnnxType } from "../../src/search/OnnxProto.ts"
 import { loadStaticModel } from "../../src/search/StaticModel.ts"
 import { buildStaticModel, staticEmbeddingGraph, staticModelDimensions } from "../../src/search/StaticModelBuild.ts"
 import { loadTransformerModel, makeWordPiece } from "../../src/search/TransformerModel.ts"
+import { matrix, tinyBertModel, tinyBertParts } from "./tinyModels.ts"
 
 const dirs: Array<string> = []
 const temp = () => {
@@ -30,15 +30,6 @@ const temp = () => {
 afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
 })
-
-/** A deterministic pseudo-random matrix. */
-const matrix = (rows: number, columns: number, seed: number) => {
-  let state = seed
-  return Float32Array.from({ length: rows * columns }, () => {
-    state = (state * 1103515245 + 12345) % 2 ** 31
-    return state / 2 ** 31 - 0.5
-  })
-}
 
 const cosine = (a: Float32Array, b: Float32Array) => a.reduce((sum, value, i) => sum + value * b[i]!, 0)
 const normalize = (values: Array<number>) => {
@@ -107,47 +98,8 @@ describe("default model from the GloVe package", () => {
 })
 
 describe("transformer path", () => {
-  const vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "un", "##aff", "##able", "hello", "world", ",", "!", "cafe"]
-  const tokenizerJson = {
-    normalizer: { type: "BertNormalizer", lowercase: true, strip_accents: null },
-    pre_tokenizer: { type: "BertPreTokenizer" },
-    model: {
-      type: "WordPiece",
-      unk_token: "[UNK]",
-      continuing_subword_prefix: "##",
-      max_input_chars_per_word: 100,
-      vocab: Object.fromEntries(vocab.map((token, id) => [token, id])),
-    },
-  }
-  const hidden = 8
-  const wordEmbeddings = matrix(vocab.length, hidden, 11)
-  const typeEmbeddings = matrix(2, hidden, 13)
-
-  /** A BERT-shaped graph: embeddings of ids plus token types, zeroed where the mask is 0. */
-  const tinyBert = () =>
-    encodeOnnxModel({
-      producer: "mnemos-test",
-      graphName: "tiny_bert",
-      inputs: [
-        { name: "input_ids", type: OnnxType.int64, dims: ["batch", "sequence"] },
-        { name: "attention_mask", type: OnnxType.int64, dims: ["batch", "sequence"] },
-        { name: "token_type_ids", type: OnnxType.int64, dims: ["batch", "sequence"] },
-      ],
-      outputs: [{ name: "last_hidden_state", type: OnnxType.float, dims: ["batch", "sequence", hidden] }],
-      initializers: [
-        { name: "word_embeddings", type: OnnxType.float, dims: [vocab.length, hidden], raw: floatRaw(wordEmbeddings) },
-        { name: "type_embeddings", type: OnnxType.float, dims: [2, hidden], raw: floatRaw(typeEmbeddings) },
-        { name: "axis_feature", type: OnnxType.int64, dims: [1], raw: int64Raw([2]) },
-      ],
-      nodes: [
-        { opType: "Gather", inputs: ["word_embeddings", "input_ids"], outputs: ["words"] },
-        { opType: "Gather", inputs: ["type_embeddings", "token_type_ids"], outputs: ["types"] },
-        { opType: "Add", inputs: ["words", "types"], outputs: ["summed"] },
-        { opType: "Cast", inputs: ["attention_mask"], outputs: ["mask_float"], attributes: [{ name: "to", int: 1 }] },
-        { opType: "Unsqueeze", inputs: ["mask_float", "axis_feature"], outputs: ["mask_3d"] },
-        { opType: "Mul", inputs: ["summed", "mask_3d"], outputs: ["last_hidden_state"] },
-      ],
-    })
+  const { vocab, tokenizerJson, hidden, wordEmbeddings, typeEmbeddings } = tinyBertParts
+  const tinyBert = () => tinyBertModel()
 
   it("tokenizes with WordPiece: lower-case, accents stripped, punctuation split, ## pieces, CLS/SEP", () => {
     const tokenizer = makeWordPiece(tokenizerJson)
