@@ -39,10 +39,14 @@ export const alignment = {
   /** A candidate matching a query word at least this well counts towards that word's candidate frequency. */
   localMatchMin: 0.7,
   sameLemma: 0.95,
-  relations: { synonym: 0.8, derivation: 0.8, similar: 0.7, hypernym: 0.6, hyponym: 0.6, inflection: 0.95 } satisfies Record<
-    WordRelation,
-    number
-  >,
+  relations: {
+    synonym: 0.8,
+    derivation: 0.8,
+    similar: 0.7,
+    hypernym: 0.6,
+    hyponym: 0.6,
+    inflection: 0.95,
+  } satisfies Record<WordRelation, number>,
   /** Factor lost on a negation or number mismatch. */
   negationPenalty: 0.2,
   numberPenalty: 0.2,
@@ -135,19 +139,29 @@ export const makeTermAligner = (vocabulary: StaticVocabulary, vectors: WordVecto
     align: (query, texts, weightsFrom) => {
       const asked = textWords(query, alignment.queryWordsMax)
       const records = texts.map((text) => textWords(text, alignment.recordWordsMax))
-      const cache = new Map<string, number>()
+      // Pairs of known words recur across candidates: their similarity is computed once per query.
+      const cache = new Map<number, number>()
       const similar = (a: Word, b: Word) => {
-        const key = `${a.text}\u0000${b.text}`
+        if (a.id === undefined || b.id === undefined) return similarity(a, b)
+        const key = a.id * vectors.words + b.id
         const known = cache.get(key)
         if (known !== undefined) return known
         const value = similarity(a, b)
         cache.set(key, value)
         return value
       }
-      // best[d][i]: how well record d matches query word i.
-      const best = records.map((record) =>
-        asked.words.map((word) => record.words.reduce((top, other) => Math.max(top, similar(word, other)), 0)),
-      )
+      // best[d][i]: how well record d matches query word i; answered[d][j]: how well the query matches word j of d.
+      const best = records.map(() => new Float64Array(asked.words.length))
+      const answered = records.map((record) => new Float64Array(record.words.length))
+      records.forEach((record, d) => {
+        record.words.forEach((word, j) => {
+          asked.words.forEach((other, i) => {
+            const value = similar(other, word)
+            if (value > best[d]![i]!) best[d]![i] = value
+            if (value > answered[d]![j]!) answered[d]![j] = value
+          })
+        })
+      })
       const weights = asked.words.map((word, i) => {
         let frequency = 0
         for (let d = 0; d < Math.min(weightsFrom, records.length); d++) {
@@ -165,10 +179,10 @@ export const makeTermAligner = (vocabulary: StaticVocabulary, vectors: WordVecto
         coverage = weightSum === 0 ? 0 : coverage / weightSum
         let precision = 0
         let recordWeight = 0
-        for (const word of record.words) {
+        record.words.forEach((word, j) => {
           recordWeight += word.weight
-          precision += word.weight * asked.words.reduce((top, other) => Math.max(top, similar(other, word)), 0)
-        }
+          precision += word.weight * answered[d]![j]!
+        })
         precision = recordWeight === 0 ? 0 : precision / recordWeight
         const negationMismatch = asked.negated && !record.negated
         const numberMismatch =

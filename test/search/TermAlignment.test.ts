@@ -21,6 +21,7 @@ import { buildStaticModel } from "../../src/search/StaticModelBuild.ts"
 import { alignment, loadTermAligner, makeTermAligner } from "../../src/search/TermAlignment.ts"
 import type { WordEdge } from "../../src/search/WordNet.ts"
 import { decodeWordVectors, encodeWordVectors } from "../../src/search/WordVectors.ts"
+import { assertPartsAddUp } from "./harness.ts"
 
 const dirs: Array<string> = []
 afterAll(() => {
@@ -129,11 +130,7 @@ describe("alignment in hybrid search, on a model built from the GloVe and WordNe
     assert.strictEqual(aligned[0]!.document.id, "target")
     for (const hit of aligned) {
       const parts = hit.score_breakdown
-      assert.closeTo(
-        parts.fulltext + parts.semantic + parts.recency + parts.importance + parts.alignment,
-        hit.score,
-        1e-9,
-      )
+      assertPartsAddUp(parts, hit.score, 1e-9)
       assert.closeTo(parts.alignment, alignmentWeights.hybrid * hit.alignment!.score, 1e-9)
     }
     // The issue's own example shares no word with either record.

@@ -3,7 +3,7 @@
  * structuredContent, score breakdowns that add up, filters, and argument validation.
  */
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
-import { openSearchEngine, removeTempDirs, type SearchEngine } from "./harness.ts"
+import { assertPartsAddUp, openSearchEngine, removeTempDirs, type SearchEngine } from "./harness.ts"
 
 let engine: SearchEngine
 beforeAll(async () => {
@@ -51,11 +51,7 @@ describe("search tools", () => {
     assert.include(reply.text, `### 1. [mem:${results[0]!.id}]`)
     for (const result of results) {
       const parts = result.score_breakdown
-      assert.closeTo(
-        parts.fulltext + parts.semantic + parts.recency + parts.importance + parts.alignment,
-        result.score,
-        1e-3,
-      )
+      assertPartsAddUp(parts, result.score, 1e-3)
       // Hybrid search re-ranks by alignment and says why.
       assert.isDefined(parts.aligned)
       assert.isAtLeast(parts.aligned!.coverage, 0)
