@@ -55,30 +55,42 @@ export const allButTheTop = (
   const mean = new Float64Array(dimensions)
   for (let r = 0; r < sampled; r++) for (let d = 0; d < dimensions; d++) mean[d]! += vectors[r * dimensions + d]!
   if (sampled > 0) for (let d = 0; d < dimensions; d++) mean[d]! /= sampled
+  // One scratch row, refilled for each vector (no allocation per row).
+  const row = new Float64Array(dimensions)
   const centered = (r: number) => {
-    const row = new Float64Array(dimensions)
     for (let d = 0; d < dimensions; d++) row[d] = vectors[r * dimensions + d]! - mean[d]!
     return row
   }
-  // Directions one at a time, each from the covariance of the rows with the earlier ones removed.
+  // One pass for the covariance (upper triangle, mirrored), then the directions one at a time by
+  // power iteration, each removed from the matrix (deflation: C − λ·u·uᵀ is the covariance of the
+  // rows with u projected out, as u is an eigenvector).
+  const covariance = new Float64Array(dimensions * dimensions)
+  for (let r = 0; r < sampled; r++) {
+    centered(r)
+    for (let i = 0; i < dimensions; i++) {
+      const value = row[i]!
+      for (let j = i; j < dimensions; j++) covariance[i * dimensions + j]! += value * row[j]!
+    }
+  }
+  for (let i = 0; i < dimensions; i++)
+    for (let j = 0; j < i; j++) covariance[i * dimensions + j] = covariance[j * dimensions + i]!
   const directions: Array<Float64Array> = []
   for (let component = 0; component < options.components; component++) {
-    const covariance = new Float64Array(dimensions * dimensions)
-    for (let r = 0; r < sampled; r++) {
-      const row = centered(r)
-      for (const direction of directions) project(row, direction)
-      for (let i = 0; i < dimensions; i++) {
-        const value = row[i]!
-        for (let j = 0; j < dimensions; j++) covariance[i * dimensions + j]! += value * row[j]!
-      }
-    }
-    directions.push(topEigenvector(covariance, dimensions))
+    const direction = topEigenvector(covariance, dimensions)
+    let eigenvalue = 0
+    for (let i = 0; i < dimensions; i++)
+      for (let j = 0; j < dimensions; j++) eigenvalue += direction[i]! * covariance[i * dimensions + j]! * direction[j]!
+    for (let i = 0; i < dimensions; i++)
+      for (let j = 0; j < dimensions; j++) covariance[i * dimensions + j]! -= eigenvalue * direction[i]! * direction[j]!
+    directions.push(direction)
   }
   const out = new Float32Array(vectors.length)
   for (let r = 0; r < rows; r++) {
-    const row = centered(r)
+    centered(r)
     for (const direction of directions) project(row, direction)
-    const norm = Math.hypot(...row) || 1
+    let squares = 0
+    for (let d = 0; d < dimensions; d++) squares += row[d]! * row[d]!
+    const norm = Math.sqrt(squares) || 1
     for (let d = 0; d < dimensions; d++) out[r * dimensions + d] = row[d]! / norm
   }
   return out
