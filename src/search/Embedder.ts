@@ -12,6 +12,10 @@
  * The default model is the static GloVe SIF graph (StaticModelBuild.ts): taken from
  * dist/models/ when `npm run build` made it, else built once into `<dataDir>/search/models/`.
  * A transformer model is used when `model` names a directory with model.onnx + tokenizer.json.
+ *
+ * With the static model, the main thread also holds its term aligner (TermAlignment.ts: the int8
+ * word vectors and the WordNet lexicon, ≈ 12 MB), which search uses to re-rank; the worker never
+ * aligns, so it does not load it.
  */
 import { existsSync } from "node:fs"
 import { createRequire } from "node:module"

@@ -75,10 +75,11 @@ export const encodeLexicon = (lexicon: WordNetLexicon, ids: ReadonlyMap<string, 
   return out
 }
 
-/** Reads a lexicon written by `encodeLexicon`. */
+/** Reads a lexicon written by `encodeLexicon`; nothing keeps the file's buffer alive. */
 export const decodeLexicon = (bytes: Uint8Array): Lexicon => {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-  const [fileMagic, version, words, baseCount, relationCount] = [0, 1, 2, 3, 4].map((i) => view.getUint32(4 * i, true))
+  const header = [0, 1, 2, 3, 4].map((i) => view.getUint32(4 * i, true))
+  const [fileMagic, version, words, baseCount, relationCount] = header as [number, number, number, number, number]
   if (fileMagic !== magic || version !== formatVersion)
     throw new Error("lexicon.bin: not a mnemos lexicon of this version")
   // Copied into aligned arrays (the file buffer may start at any offset).
@@ -88,13 +89,31 @@ export const decodeLexicon = (bytes: Uint8Array): Lexicon => {
     for (let i = 0; i < count; i++, at += 4) out[i] = view.getInt32(at, true)
     return out
   }
-  const baseOffsets = ints(words! + 1)
-  const baseIds = ints(baseCount!)
-  const relationOffsets = ints(words! + 1)
-  const relationIds = ints(relationCount!)
-  const relationKinds = bytes.slice(at, at + relationCount!)
+  const baseOffsets = ints(words + 1)
+  const baseIds = ints(baseCount)
+  const relationOffsets = ints(words + 1)
+  const relationIds = ints(relationCount)
+  const relationKinds = Uint8Array.from(bytes.subarray(at, at + relationCount))
+  return lexiconOf(words, { baseOffsets, baseIds, relationOffsets, relationIds, relationKinds })
+}
+
+/**
+ * The lookups over decoded arrays, in a scope of their own: a closure made beside the decoding
+ * would share its context, and with it the file's buffer.
+ */
+const lexiconOf = (
+  words: number,
+  rows: {
+    readonly baseOffsets: Int32Array
+    readonly baseIds: Int32Array
+    readonly relationOffsets: Int32Array
+    readonly relationIds: Int32Array
+    readonly relationKinds: Uint8Array
+  },
+): Lexicon => {
+  const { baseOffsets, baseIds, relationOffsets, relationIds, relationKinds } = rows
   return {
-    words: words!,
+    words,
     baseForms: (id) => baseIds.subarray(baseOffsets[id], baseOffsets[id + 1]),
     relation: (a, b) => {
       let low = relationOffsets[a]!

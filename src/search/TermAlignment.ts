@@ -5,7 +5,8 @@
  *
  * Words are the embedding tokenizer's, stop words dropped. Two words are similar by the best of:
  *   - the same word or the same S-stem: 1; the same WordNet lemma ("failing", "fails"): 0.95;
- *   - a WordNet relation of their lemmas (Lexicon.ts): synonym 0.8, similar 0.7, hyper-/hyponym 0.6;
+ *   - a WordNet relation of their lemmas (Lexicon.ts): synonym or derived form 0.8, similar 0.7,
+ *     hyper-/hyponym 0.6;
  *   - the cosine of their word vectors (WordVectors.ts), rescaled so `cosineFloor` and below is 0.
  *
  *   coverage(d)  = Σ_q W_q · max_r sim(q, r) / Σ_q W_q          (every query word matched)
@@ -20,7 +21,6 @@
  * Mismatches: the query has a negation (not, no, never, without, n't) and the record none; or
  * both carry numbers and share none ("release 412" against "release 413").
  */
-
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { decodeLexicon, type Lexicon } from "./Lexicon.ts"

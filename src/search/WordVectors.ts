@@ -46,26 +46,31 @@ export const encodeWordVectors = (vectors: Float32Array, dimensions: number): Ui
   return out
 }
 
-/** Reads vectors written by `encodeWordVectors`. */
+/** Reads vectors written by `encodeWordVectors`; nothing keeps the file's buffer alive. */
 export const decodeWordVectors = (bytes: Uint8Array): WordVectors => {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-  const [fileMagic, version, words, dimensions] = [0, 1, 2, 3].map((i) => view.getUint32(4 * i, true))
+  const header = [0, 1, 2, 3].map((i) => view.getUint32(4 * i, true))
+  const [fileMagic, version, words, dimensions] = header as [number, number, number, number]
   if (fileMagic !== magic || version !== formatVersion)
     throw new Error("word-vectors.bin: not mnemos word vectors of this version")
-  const scales = new Float32Array(words!)
-  for (let w = 0; w < words!; w++) scales[w] = view.getFloat32(headerBytes + 4 * w, true)
-  const start = bytes.byteOffset + headerBytes + 4 * words!
-  const values = new Int8Array(bytes.buffer.slice(start, start + words! * dimensions!))
-  const d = dimensions!
-  return {
-    words: words!,
-    dimensions: d,
-    cosine: (a, b) => {
-      let dot = 0
-      const offsetA = a * d
-      const offsetB = b * d
-      for (let i = 0; i < d; i++) dot += values[offsetA + i]! * values[offsetB + i]!
-      return dot * scales[a]! * scales[b]!
-    },
-  }
+  const scales = new Float32Array(words)
+  for (let w = 0; w < words; w++) scales[w] = view.getFloat32(headerBytes + 4 * w, true)
+  const start = bytes.byteOffset + headerBytes + 4 * words
+  return wordVectorsOf(new Int8Array(bytes.buffer.slice(start, start + words * dimensions)), scales, dimensions)
 }
+
+/**
+ * The lookups over decoded arrays, in a scope of their own: a closure made beside the decoding
+ * would share its context, and with it the file's buffer.
+ */
+const wordVectorsOf = (values: Int8Array, scales: Float32Array, dimensions: number): WordVectors => ({
+  words: scales.length,
+  dimensions,
+  cosine: (a, b) => {
+    let dot = 0
+    const offsetA = a * dimensions
+    const offsetB = b * dimensions
+    for (let i = 0; i < dimensions; i++) dot += values[offsetA + i]! * values[offsetB + i]!
+    return dot * scales[a]! * scales[b]!
+  },
+})
