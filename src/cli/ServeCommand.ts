@@ -19,6 +19,7 @@ import { Command, Flag } from "effect/cli"
 import * as Engine from "../Engine.ts"
 import * as EditorServices from "../editor/EditorServices.ts"
 import { layerFromTelemetry } from "../editor/TelemetryFeeds.ts"
+import { encoderConfigOf } from "../search/EncoderLoader.ts"
 import { resolveDataDir } from "../stores/DataDir.ts"
 import { catalogue, defaultToolsets, toolsets as knownToolsets, selectTools } from "../tools/Catalogue.ts"
 import { defaultHost, defaultPort, ensureToken, ping, removeDaemonInfo, writeDaemonInfo } from "../transports/Daemon.ts"
@@ -93,6 +94,24 @@ const udpHostFor = (host: string) =>
   isLoopback(host) && host !== "localhost" ? host.replace(/^\[|\]$/g, "") : "127.0.0.1"
 
 /** `--toolsets`: which toolsets `tools/list` shows. */
+/** `--model DIR`: a local sentence model to embed with instead of the built-in GloVe model. */
+export const modelFlag = Flag.String("model").pipe(
+  Flag.withDescription(
+    "A local sentence model directory to embed with (model.onnx + tokenizer.json, e.g. all-MiniLM-L6-v2); default: the built-in GloVe model, or $MNEMOS_MODEL",
+  ),
+  Flag.optional,
+)
+
+/** The embedding model of `--model` or $MNEMOS_MODEL (the built-in one without either). */
+const modelOf = (flag: Option.Option<string>) => {
+  const dir = Option.getOrUndefined(flag) ?? process.env.MNEMOS_MODEL
+  if (dir === undefined || dir === "") return Effect.succeed(undefined)
+  return Effect.try({
+    try: () => encoderConfigOf(resolve(dir)),
+    catch: (error) => new ServeFailed({ message: error instanceof Error ? error.message : String(error) }),
+  })
+}
+
 export const toolsetsFlag = Flag.String("toolsets").pipe(
   Flag.withDescription(
     `Comma-separated toolsets to offer (${knownToolsets.join(", ")}; "all"); default: ${defaultToolsets.join(",")}`,
@@ -191,10 +210,12 @@ export const serveCommand = Command.make(
     toolsets: toolsetsFlag,
     nvim: nvimFlag,
     nvimAllowLua: nvimAllowLuaFlag,
+    model: modelFlag,
   },
-  Effect.fn(function* ({ dataDir, stdio, port, host, udpPort, toolsets, nvim, nvimAllowLua }) {
+  Effect.fn(function* ({ dataDir, stdio, port, host, udpPort, toolsets, nvim, nvimAllowLua, model }) {
     const location = resolveDataDir(Option.getOrUndefined(dataDir))
     const tools = yield* toolsOf(toolsets)
+    const encoder = yield* modelOf(model)
     if (!stdio) {
       const running = yield* Effect.promise(() => ping(host, port))
       if (running !== undefined && running.dataDir === location.path) {
@@ -205,6 +226,7 @@ export const serveCommand = Command.make(
     const engine = Engine.layer({
       dataDir: location.path,
       command: stdio ? "mnemos serve --stdio" : `mnemos serve --port ${port}`,
+      ...(encoder === undefined ? {} : { search: { model: encoder } }),
     })
     yield* Effect.gen(function* () {
       yield* Console.error(`mnemos ${versionLine()}`)

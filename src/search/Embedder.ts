@@ -12,6 +12,10 @@
  * The default model is the static GloVe SIF graph (StaticModelBuild.ts): taken from
  * dist/models/ when `npm run build` made it, else built once into `<dataDir>/search/models/`.
  * A transformer model is used when `model` names a directory with model.onnx + tokenizer.json.
+ *
+ * With the static model, the main thread also holds its term aligner (TermAlignment.ts: the int8
+ * word vectors and the WordNet lexicon, ≈ 12 MB), which search uses to re-rank; the worker never
+ * aligns, so it does not load it.
  */
 import { existsSync } from "node:fs"
 import { createRequire } from "node:module"
@@ -20,8 +24,11 @@ import { fileURLToPath, pathToFileURL } from "node:url"
 import { Worker } from "node:worker_threads"
 import { Context, Deferred, Effect, Exit, Layer, Schema, type Scope } from "effect"
 import type { WorkerReply, WorkerRequest } from "./EmbedderWorker.ts"
-import { type EncoderConfig, loadEncoder, type SentenceEncoder } from "./SentenceEncoder.ts"
+import { type EncoderConfig, loadEncoder } from "./EncoderLoader.ts"
+import type { SentenceEncoder } from "./SentenceEncoder.ts"
+import { loadStaticModel, readStaticModelFiles } from "./StaticModel.ts"
 import { buildStaticModel, defaultVocabularySize, isStaticModelCurrent } from "./StaticModelBuild.ts"
+import { loadTermAligner, type TermAligner } from "./TermAlignment.ts"
 
 /** The embedder failed: the model could not load, or a run failed. */
 export class EmbedderError extends Schema.TaggedError<EmbedderError>()("EmbedderError", {
@@ -52,6 +59,11 @@ export class Embedder extends Context.Service<
     readonly status: () => EmbedderStatus
     /** Embeds one query inline; `undefined` while loading or when no word is known. */
     readonly embedQuery: (text: string) => Effect.Effect<Float32Array | undefined, EmbedderError>
+    /**
+     * The term aligner of the static model (its word vectors and WordNet lexicon), for re-ranking;
+     * `undefined` while loading and for a transformer model.
+     */
+    readonly aligner: () => TermAligner | undefined
     /** Embeds many texts: inline up to `inlineBatchMax`, above it in the worker thread (when on). */
     readonly embedBatch: (
       texts: ReadonlyArray<string>,
@@ -255,6 +267,19 @@ const lazyWorker = (config: EncoderConfig, idleMs: number) => {
   }
 }
 
+/**
+ * The main thread's encoder, with the static model's term aligner: the vocabulary is read once for
+ * both. The worker thread loads a plain encoder (EncoderLoader.ts); it never aligns.
+ */
+const loadMainEncoder = async (
+  config: EncoderConfig,
+): Promise<SentenceEncoder & { readonly aligner?: TermAligner | undefined }> => {
+  if (config.kind !== "static") return loadEncoder(config)
+  const files = readStaticModelFiles(config.dir)
+  const encoder = await loadStaticModel(config.dir, files)
+  return { ...encoder, aligner: loadTermAligner(config.dir, files.vocabulary) }
+}
+
 const errorMessage = (error: unknown) => (error instanceof Error ? error.message : String(error))
 
 /** Builds the embedder; the model loads in the background and is released with the scope. */
@@ -264,6 +289,7 @@ export const makeEmbedder = (config: EmbedderConfig): Effect.Effect<Embedder["Se
     const inlineBatchMax = config.inlineBatchMax ?? defaultInlineBatchMax
     let status: EmbedderStatus = { state: "loading" }
     let inline: SentenceEncoder | undefined
+    let aligner: TermAligner | undefined
     let batchWorker: ReturnType<typeof lazyWorker> | undefined
     const closers: Array<() => Promise<unknown>> = []
     let closed = false
@@ -281,10 +307,11 @@ export const makeEmbedder = (config: EmbedderConfig): Effect.Effect<Embedder["Se
           kind: "static",
           dir: await resolveDefaultModelOffThread(config.dataDir, own),
         }
-        const encoder = await loadEncoder(model)
+        const encoder = await loadMainEncoder(model)
         own(encoder.close)
         if (closed) throw new Error("the embedder was closed while loading")
         inline = encoder
+        aligner = encoder.aligner
         if (useWorker) {
           const worker = lazyWorker(model, config.workerIdleMs ?? defaultWorkerIdleMs)
           own(worker.shutdown)
@@ -317,6 +344,7 @@ export const makeEmbedder = (config: EmbedderConfig): Effect.Effect<Embedder["Se
 
     return Embedder.of({
       ready: Deferred.await(loaded),
+      aligner: () => aligner,
       status: () => (status.state === "ready" ? { ...status, workerRunning: batchWorker?.isOpen() ?? false } : status),
       embedQuery: (text) =>
         inline === undefined ? Effect.succeed(undefined) : Effect.map(run(inline.encode, [text]), (out) => out[0]),

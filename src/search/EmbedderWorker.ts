@@ -8,7 +8,7 @@
  * `npm run build`) and answers `{ built }`.
  */
 import { parentPort, workerData } from "node:worker_threads"
-import { type EncoderConfig, loadEncoder } from "./SentenceEncoder.ts"
+import { type EncoderConfig, loadEncoder } from "./EncoderLoader.ts"
 import { buildStaticModel } from "./StaticModelBuild.ts"
 
 /** A request to the worker: embed texts, or release the model and exit. */

@@ -371,6 +371,7 @@ export const makeIndexer = (config: IndexerConfig) =>
               limit: request.limit,
               vector,
               now,
+              aligner: embedder.aligner(),
             })
           }),
         )

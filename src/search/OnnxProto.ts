@@ -1,11 +1,17 @@
 /**
- * A minimal protobuf writer for the few ONNX messages mnemos generates (ModelProto, GraphProto,
- * NodeProto, AttributeProto, TensorProto, ValueInfoProto). PyPI is out of reach, so the ONNX
- * files are written here, field by field, from onnx.proto (IR version 8, opset 13).
+ * ONNX models described as plain data and serialised with the compiled ONNX protobuf definitions
+ * of the npm package `onnx-proto` (protobufjs code generated from onnx.proto, IR version 8).
+ * mnemos generates two kinds of graph this way: the static sentence-embedding model
+ * (StaticModelBuild.ts) and, in tests, small transformer-shaped models that exercise the
+ * transformer path.
  *
- * Only what the generated graphs need is supported: float/int64 tensors as raw little-endian
- * bytes, int/float/ints attributes, tensor-typed inputs and outputs with fixed or symbolic dims.
+ * Only what those graphs need is described: float/int64 tensors as raw little-endian bytes,
+ * int/float/ints attributes, tensor-typed inputs and outputs with fixed or symbolic dims, opset 13
+ * of the default domain unless another is named.
  */
+import onnxProto from "onnx-proto"
+
+const { onnx } = onnxProto
 
 /** ONNX TensorProto.DataType values used here. */
 export const OnnxType = { float: 1, int32: 6, int64: 7 } as const
@@ -53,134 +59,53 @@ export interface OnnxModel {
   readonly opset?: number
 }
 
-/** Growable byte sink with protobuf primitives. */
-class Writer {
-  private chunks: Array<Uint8Array> = []
-  private length = 0
-
-  private push(bytes: Uint8Array) {
-    this.chunks.push(bytes)
-    this.length += bytes.length
-  }
-
-  varint(value: number | bigint) {
-    let v = BigInt.asUintN(64, BigInt(value))
-    const out: Array<number> = []
-    do {
-      let byte = Number(v & 0x7fn)
-      v >>= 7n
-      if (v !== 0n) byte |= 0x80
-      out.push(byte)
-    } while (v !== 0n)
-    this.push(Uint8Array.from(out))
-  }
-
-  tag(field: number, wireType: 0 | 1 | 2 | 5) {
-    this.varint((field << 3) | wireType)
-  }
-
-  int(field: number, value: number) {
-    this.tag(field, 0)
-    this.varint(value)
-  }
-
-  float(field: number, value: number) {
-    this.tag(field, 5)
-    const bytes = new Uint8Array(4)
-    new DataView(bytes.buffer).setFloat32(0, value, true)
-    this.push(bytes)
-  }
-
-  bytes(field: number, value: Uint8Array) {
-    this.tag(field, 2)
-    this.varint(value.length)
-    this.push(value)
-  }
-
-  string(field: number, value: string) {
-    this.bytes(field, new TextEncoder().encode(value))
-  }
-
-  message(field: number, build: (writer: Writer) => void) {
-    const inner = new Writer()
-    build(inner)
-    this.bytes(field, inner.finish())
-  }
-
-  finish(): Uint8Array {
-    const out = new Uint8Array(this.length)
-    let offset = 0
-    for (const chunk of this.chunks) {
-      out.set(chunk, offset)
-      offset += chunk.length
-    }
-    return out
-  }
+const attributeProto = (attribute: OnnxAttribute): InstanceType<typeof onnx.AttributeProto> => {
+  const { AttributeType } = onnx.AttributeProto
+  if ("int" in attribute)
+    return onnx.AttributeProto.create({ name: attribute.name, i: attribute.int, type: AttributeType.INT })
+  if ("float" in attribute)
+    return onnx.AttributeProto.create({ name: attribute.name, f: attribute.float, type: AttributeType.FLOAT })
+  return onnx.AttributeProto.create({ name: attribute.name, ints: [...attribute.ints], type: AttributeType.INTS })
 }
 
-// Field numbers from onnx.proto.
-const writeTensor = (w: Writer, tensor: OnnxTensor) => {
-  for (const dim of tensor.dims) w.int(1, dim) // dims
-  w.int(2, tensor.type) // data_type
-  w.string(8, tensor.name) // name
-  w.bytes(9, tensor.raw) // raw_data
-}
-
-const writeAttribute = (w: Writer, attribute: OnnxAttribute) => {
-  w.string(1, attribute.name)
-  if ("int" in attribute) {
-    w.int(3, attribute.int) // i
-    w.int(20, 2) // type = INT
-  } else if ("float" in attribute) {
-    w.float(2, attribute.float) // f
-    w.int(20, 1) // type = FLOAT
-  } else {
-    for (const value of attribute.ints) w.int(8, value) // ints (unpacked is valid)
-    w.int(20, 7) // type = INTS
-  }
-}
-
-const writeNode = (w: Writer, node: OnnxNode, index: number) => {
-  for (const input of node.inputs) w.string(1, input)
-  for (const output of node.outputs) w.string(2, output)
-  w.string(3, node.name ?? `${node.opType}_${index}`)
-  w.string(4, node.opType)
-  for (const attribute of node.attributes ?? []) w.message(5, (inner) => writeAttribute(inner, attribute))
-}
-
-const writeValueInfo = (w: Writer, info: OnnxValueInfo) => {
-  w.string(1, info.name)
-  w.message(2, (type) =>
-    type.message(1, (tensorType) => {
-      tensorType.int(1, info.type) // elem_type
-      tensorType.message(2, (shape) => {
-        for (const dim of info.dims)
-          shape.message(1, (d) => (typeof dim === "number" ? d.int(1, dim) : d.string(2, dim)))
-      })
-    }),
-  )
-}
+const valueInfoProto = (info: OnnxValueInfo) =>
+  onnx.ValueInfoProto.create({
+    name: info.name,
+    type: {
+      tensorType: {
+        elemType: info.type,
+        shape: { dim: info.dims.map((dim) => (typeof dim === "number" ? { dimValue: dim } : { dimParam: dim })) },
+      },
+    },
+  })
 
 /** Serializes a model to ONNX protobuf bytes. */
-export const encodeOnnxModel = (model: OnnxModel): Uint8Array => {
-  const w = new Writer()
-  w.int(1, 8) // ir_version
-  w.string(2, model.producer) // producer_name
-  w.message(7, (graph) => {
-    model.nodes.forEach((node, index) => {
-      graph.message(1, (inner) => writeNode(inner, node, index))
-    })
-    graph.string(2, model.graphName)
-    for (const tensor of model.initializers) graph.message(5, (inner) => writeTensor(inner, tensor))
-    for (const input of model.inputs) graph.message(11, (inner) => writeValueInfo(inner, input))
-    for (const output of model.outputs) graph.message(12, (inner) => writeValueInfo(inner, output))
-  })
-  w.message(8, (opset) => {
-    opset.string(1, "")
-    opset.int(2, model.opset ?? 13)
-  })
-  return w.finish()
-}
+export const encodeOnnxModel = (model: OnnxModel): Uint8Array =>
+  onnx.ModelProto.encode(
+    onnx.ModelProto.create({
+      irVersion: 8,
+      producerName: model.producer,
+      opsetImport: [{ domain: "", version: model.opset ?? 13 }],
+      graph: {
+        name: model.graphName,
+        node: model.nodes.map((node, index) => ({
+          input: [...node.inputs],
+          output: [...node.outputs],
+          name: node.name ?? `${node.opType}_${index}`,
+          opType: node.opType,
+          attribute: (node.attributes ?? []).map(attributeProto),
+        })),
+        initializer: model.initializers.map((tensor) => ({
+          name: tensor.name,
+          dims: [...tensor.dims],
+          dataType: tensor.type,
+          rawData: tensor.raw,
+        })),
+        input: model.inputs.map(valueInfoProto),
+        output: model.outputs.map(valueInfoProto),
+      },
+    }),
+  ).finish()
 
 /** Raw bytes of an int64 tensor. */
 export const int64Raw = (values: ReadonlyArray<number>): Uint8Array =>

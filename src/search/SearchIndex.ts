@@ -9,9 +9,12 @@
  */
 import { fullTextFields, LexicalIndex } from "./LexicalIndex.ts"
 import {
+  alignmentCandidates,
+  alignmentWeights,
   fuse,
   fusionCandidatesMax,
   passes,
+  realign,
   type SearchFilter,
   type SearchHit,
   type SearchMode,
@@ -19,6 +22,7 @@ import {
   semanticSimilarityWindow,
 } from "./Ranking.ts"
 import { embeddingText, hashText, type SearchDocument } from "./SearchDocument.ts"
+import type { TermAligner } from "./TermAlignment.ts"
 import { fullTextTerms } from "./Tokenizer.ts"
 import { VectorIndex } from "./VectorIndex.ts"
 
@@ -47,6 +51,8 @@ export interface IndexQuery {
   readonly vector?: Float32Array | undefined
   /** The current time, for recency. */
   readonly now: number
+  /** Re-ranks the best hits by term alignment (hybrid and semantic mode); without it, fusion decides. */
+  readonly aligner?: TermAligner | undefined
 }
 
 /** Counts for mem-stats and health. */
@@ -248,7 +254,15 @@ export class SearchIndex {
             .search(query.vector, accept, fusionCandidatesMax, semanticSimilarityMin, this.tieBreak)
             .filter((hit, _, hits) => hit.similarity >= hits[0]!.similarity - semanticSimilarityWindow)
             .map((hit) => ({ document: this.byNum[hit.num]!.document, similarity: hit.similarity }))
-    return fuse(query.mode, lexical, semantic, query.now, query.limit)
+    const aligner = alignmentWeights[query.mode] > 0 ? query.aligner : undefined
+    if (aligner === undefined) return fuse(query.mode, lexical, semantic, query.now, query.limit)
+    const fused = fuse(query.mode, lexical, semantic, query.now, Math.max(query.limit, alignmentCandidates))
+    const alignments = aligner.align(
+      query.text,
+      fused.map((hit) => embeddingText(hit.document)),
+      alignmentCandidates,
+    )
+    return realign(query.mode, fused, alignments).slice(0, query.limit)
   }
 
   /**

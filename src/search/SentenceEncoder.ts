@@ -2,7 +2,8 @@
  * What every embedding model offers the embedder: texts in, unit-length vectors out.
  *
  * Plain promises, not Effects: the same encoders run on the main thread (short queries) and in
- * the embedder's worker thread (batches), where no Effect runtime is set up.
+ * the embedder's worker thread (batches), where no Effect runtime is set up. A leaf module: the
+ * models import it, and EncoderLoader.ts picks a model, so no import goes both ways.
  */
 
 /** A loaded sentence-embedding model. */
@@ -15,12 +16,6 @@ export interface SentenceEncoder {
   readonly close: () => Promise<void>
 }
 
-/** Which model to load. */
-export type EncoderConfig =
-  | { readonly kind: "static"; readonly dir: string }
-  /** A transformer sentence model: `model.onnx` + `tokenizer.json` (WordPiece, e.g. all-MiniLM-L6-v2). */
-  | { readonly kind: "transformer"; readonly dir: string; readonly maxTokens?: number }
-
 /** Texts per onnxruntime run; bigger batches pad more. */
 export const encodeBatchTextsMax = 128
 
@@ -29,10 +24,4 @@ export const chunksOf = <A>(items: ReadonlyArray<A>, size: number): Array<Readon
   const out: Array<ReadonlyArray<A>> = []
   for (let start = 0; start < items.length; start += size) out.push(items.slice(start, start + size))
   return out
-}
-
-/** Loads the encoder `config` names (dynamic imports keep the worker bundle small). */
-export const loadEncoder = async (config: EncoderConfig): Promise<SentenceEncoder> => {
-  if (config.kind === "static") return (await import("./StaticModel.ts")).loadStaticModel(config.dir)
-  return (await import("./TransformerModel.ts")).loadTransformerModel(config.dir, config.maxTokens)
 }

@@ -59,10 +59,23 @@ export const weightedTokens = (vocabulary: StaticVocabulary, text: string): Weig
   return { ids, weights }
 }
 
-/** Opens the model in `dir` (built by StaticModelBuild.ts). */
-export const loadStaticModel = async (dir: string): Promise<SentenceEncoder> => {
+/** A static model's manifest and vocabulary, read once for the encoder and the term aligner. */
+export interface StaticModelFiles {
+  readonly manifest: StaticModelManifest
+  readonly vocabulary: StaticVocabulary
+}
+
+/** Reads the manifest and vocabulary of the model in `dir`. */
+export const readStaticModelFiles = (dir: string): StaticModelFiles => {
   const manifest = JSON.parse(readFileSync(join(dir, staticModelFiles.manifest), "utf8")) as StaticModelManifest
-  const vocabulary = readStaticVocabulary(dir, manifest)
+  return { manifest, vocabulary: readStaticVocabulary(dir, manifest) }
+}
+
+/** Opens the model in `dir` (built by StaticModelBuild.ts). */
+export const loadStaticModel = async (
+  dir: string,
+  { manifest, vocabulary }: StaticModelFiles = readStaticModelFiles(dir),
+): Promise<SentenceEncoder> => {
   const session = await ort.InferenceSession.create(join(dir, staticModelFiles.model), {
     intraOpNumThreads: 1,
     interOpNumThreads: 1,

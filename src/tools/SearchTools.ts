@@ -150,11 +150,27 @@ export const summaryOf = (document: SearchDocument): string =>
     document.text === "" || document.text === document.title ? document.title : `${document.title}: ${document.text}`,
   )
 
+/**
+ * A hit's score parts (they sum to its score). `alignment` is the re-ranking by soft term
+ * alignment; when the hit was aligned, `aligned` says why: how much of the query the record
+ * covers, how much of the record the query asks about, and the mismatches that were penalised.
+ */
 const breakdownOf = (hit: SearchHit) => ({
   fulltext: round(hit.score_breakdown.fulltext),
   semantic: round(hit.score_breakdown.semantic),
   recency: round(hit.score_breakdown.recency),
   importance: round(hit.score_breakdown.importance),
+  alignment: round(hit.score_breakdown.alignment),
+  ...(hit.alignment === undefined
+    ? {}
+    : {
+        aligned: {
+          coverage: round(hit.alignment.coverage),
+          precision: round(hit.alignment.precision),
+          negation_mismatch: hit.alignment.negationMismatch,
+          number_mismatch: hit.alignment.numberMismatch,
+        },
+      }),
 })
 
 const indexEntry = (hit: SearchHit) => ({
@@ -446,7 +462,7 @@ const omniSearch = tool(
     name: "omni_search",
     title: "Search Everything",
     description:
-      "Ranked search across every store (graph entities and observations, messages, tasks, ADRs, notes, snippets, error fixes, ...) with store, type, project and time filters. Each result carries score_breakdown {fulltext, semantic, recency, importance}.",
+      "Ranked search across every store (graph entities and observations, messages, tasks, ADRs, notes, snippets, error fixes, ...) with store, type, project and time filters. Each result carries score_breakdown {fulltext, semantic, recency, importance, alignment} (alignment: the re-ranking by how well the record's words match the query's, with the coverage and precision behind it).",
   },
   OmniArgs,
   (args, caller) =>
@@ -473,7 +489,7 @@ const omniSearch = tool(
           "",
           ...response.hits.map((hit, index) => {
             const b = hit.score_breakdown
-            return `${index + 1}. [mem:${hit.document.id}] ${hit.score.toFixed(3)} ${hit.document.store}/${hit.document.kind} ${isoDate(hit.document.at)} — ${summaryOf(hit.document)}\n   fulltext ${b.fulltext.toFixed(3)} · semantic ${b.semantic.toFixed(3)} · recency ${b.recency.toFixed(3)} · importance ${b.importance.toFixed(3)}`
+            return `${index + 1}. [mem:${hit.document.id}] ${hit.score.toFixed(3)} ${hit.document.store}/${hit.document.kind} ${isoDate(hit.document.at)} — ${summaryOf(hit.document)}\n   fulltext ${b.fulltext.toFixed(3)} · semantic ${b.semantic.toFixed(3)} · recency ${b.recency.toFixed(3)} · importance ${b.importance.toFixed(3)} · alignment ${b.alignment.toFixed(3)}`
           }),
         ].join("\n"),
       }

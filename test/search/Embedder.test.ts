@@ -1,8 +1,8 @@
 /**
- * The embedding path for real: ONNX files written by OnnxProto.ts, run by onnxruntime-node.
+ * The embedding path for real: ONNX files written by OnnxProto.ts (onnx-proto), run by onnxruntime-node.
  *
- * - The static SIF graph computes exactly the weighted mean + L2 norm (and the optional common
- *   component removal) that its documentation states, checked against plain arithmetic.
+ * - The static SIF graph computes exactly the weighted mean + L2 norm that its documentation
+ *   states, checked against plain arithmetic.
  * - A small model built from the real GloVe package embeds related sentences closer than
  *   unrelated ones; texts with no known word have no embedding.
  * - A tiny BERT-shaped graph (input_ids, attention_mask, token_type_ids → last_hidden_state)
@@ -16,10 +16,10 @@ import { Effect, Layer } from "effect"
 import * as ort from "onnxruntime-node"
 import { afterAll, assert, describe, it } from "vitest"
 import * as Embedder from "../../src/search/Embedder.ts"
-import { encodeOnnxModel, floatRaw, int64Raw, OnnxType } from "../../src/search/OnnxProto.ts"
 import { loadStaticModel } from "../../src/search/StaticModel.ts"
 import { buildStaticModel, staticEmbeddingGraph, staticModelDimensions } from "../../src/search/StaticModelBuild.ts"
 import { loadTransformerModel, makeWordPiece } from "../../src/search/TransformerModel.ts"
+import { matrix, tinyBertModel, tinyBertParts } from "./tinyModels.ts"
 
 const dirs: Array<string> = []
 const temp = () => {
@@ -31,15 +31,6 @@ afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
 })
 
-/** A deterministic pseudo-random matrix. */
-const matrix = (rows: number, columns: number, seed: number) => {
-  let state = seed
-  return Float32Array.from({ length: rows * columns }, () => {
-    state = (state * 1103515245 + 12345) % 2 ** 31
-    return state / 2 ** 31 - 0.5
-  })
-}
-
 const cosine = (a: Float32Array, b: Float32Array) => a.reduce((sum, value, i) => sum + value * b[i]!, 0)
 const normalize = (values: Array<number>) => {
   const norm = Math.hypot(...values)
@@ -50,51 +41,44 @@ describe("static SIF graph", () => {
   const rows = 6
   const d = staticModelDimensions
   const embeddings = matrix(rows, d, 7)
-  const reference = (ids: ReadonlyArray<number>, weights: ReadonlyArray<number>, component?: Float32Array) => {
+  const reference = (ids: ReadonlyArray<number>, weights: ReadonlyArray<number>) => {
     const mean = Array.from({ length: d }, (_, j) =>
       ids.reduce((sum, id, t) => sum + weights[t]! * embeddings[id * d + j]!, 0),
     )
     const total = weights.reduce((sum, weight) => sum + weight, 0) + 1e-9
-    let centered = mean.map((value) => value / total)
-    if (component !== undefined) {
-      const projection = centered.reduce((sum, value, j) => sum + value * component[j]!, 0)
-      centered = centered.map((value, j) => value - projection * component[j]!)
-    }
-    return normalize(centered)
+    return normalize(mean.map((value) => value / total))
   }
 
-  for (const withComponent of [false, true]) {
-    it(`computes the weighted mean and L2 norm${withComponent ? " minus the common component" : ""}`, async () => {
-      const component = withComponent ? Float32Array.from(normalize([...matrix(1, d, 3)])) : undefined
-      const session = await ort.InferenceSession.create(staticEmbeddingGraph(embeddings, rows, component))
-      const ids = [
-        [1, 4, 4, 0],
-        [5, 2, 0, 0],
-      ]
-      const weights = [
-        [0.5, 1, 0.25, 0.75],
-        [0.9, 0.1, 0, 0],
-      ]
-      const output = await session.run({
-        token_ids: new ort.Tensor("int64", BigInt64Array.from(ids.flat().map(BigInt)), [2, 4]),
-        token_weights: new ort.Tensor("float32", Float32Array.from(weights.flat()), [2, 4]),
-      })
-      const data = output.embedding!.data as Float32Array
-      assert.deepStrictEqual(output.embedding!.dims, [2, d])
-      ids.forEach((row, r) => {
-        const expected = reference(row, weights[r]!, component)
-        for (let j = 0; j < d; j++) assert.closeTo(data[r * d + j]!, expected[j]!, 1e-5)
-      })
-      await session.release()
+  it("computes the weighted mean and L2 norm", async () => {
+    const session = await ort.InferenceSession.create(staticEmbeddingGraph(embeddings, rows))
+    const ids = [
+      [1, 4, 4, 0],
+      [5, 2, 0, 0],
+    ]
+    const weights = [
+      [0.5, 1, 0.25, 0.75],
+      [0.9, 0.1, 0, 0],
+    ]
+    const output = await session.run({
+      token_ids: new ort.Tensor("int64", BigInt64Array.from(ids.flat().map(BigInt)), [2, 4]),
+      token_weights: new ort.Tensor("float32", Float32Array.from(weights.flat()), [2, 4]),
     })
-  }
+    const data = output.embedding!.data as Float32Array
+    assert.deepStrictEqual(output.embedding!.dims, [2, d])
+    ids.forEach((row, r) => {
+      const expected = reference(row, weights[r]!)
+      for (let j = 0; j < d; j++) assert.closeTo(data[r * d + j]!, expected[j]!, 1e-5)
+    })
+    await session.release()
+  })
 })
 
 describe("default model from the GloVe package", () => {
   it("embeds related sentences closer than unrelated ones; unknown words give no vector", async () => {
     const dir = temp()
-    const manifest = buildStaticModel({ outDir: dir, vocabularySize: 5000, includeEngineeringWords: false })
-    assert.strictEqual(manifest.vocabularySize, 5000)
+    // 20,000 words: "kitten" and "rug" are rarer than the 5,000th.
+    const manifest = buildStaticModel({ outDir: dir, vocabularySize: 20_000, includeEngineeringWords: false })
+    assert.strictEqual(manifest.vocabularySize, 20_000)
     const model = await loadStaticModel(dir)
     const [cat, kitten, stocks, nothing, single] = await model.encode([
       "The cat sat on the mat",
@@ -114,47 +98,8 @@ describe("default model from the GloVe package", () => {
 })
 
 describe("transformer path", () => {
-  const vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "un", "##aff", "##able", "hello", "world", ",", "!", "cafe"]
-  const tokenizerJson = {
-    normalizer: { type: "BertNormalizer", lowercase: true, strip_accents: null },
-    pre_tokenizer: { type: "BertPreTokenizer" },
-    model: {
-      type: "WordPiece",
-      unk_token: "[UNK]",
-      continuing_subword_prefix: "##",
-      max_input_chars_per_word: 100,
-      vocab: Object.fromEntries(vocab.map((token, id) => [token, id])),
-    },
-  }
-  const hidden = 8
-  const wordEmbeddings = matrix(vocab.length, hidden, 11)
-  const typeEmbeddings = matrix(2, hidden, 13)
-
-  /** A BERT-shaped graph: embeddings of ids plus token types, zeroed where the mask is 0. */
-  const tinyBert = () =>
-    encodeOnnxModel({
-      producer: "mnemos-test",
-      graphName: "tiny_bert",
-      inputs: [
-        { name: "input_ids", type: OnnxType.int64, dims: ["batch", "sequence"] },
-        { name: "attention_mask", type: OnnxType.int64, dims: ["batch", "sequence"] },
-        { name: "token_type_ids", type: OnnxType.int64, dims: ["batch", "sequence"] },
-      ],
-      outputs: [{ name: "last_hidden_state", type: OnnxType.float, dims: ["batch", "sequence", hidden] }],
-      initializers: [
-        { name: "word_embeddings", type: OnnxType.float, dims: [vocab.length, hidden], raw: floatRaw(wordEmbeddings) },
-        { name: "type_embeddings", type: OnnxType.float, dims: [2, hidden], raw: floatRaw(typeEmbeddings) },
-        { name: "axis_feature", type: OnnxType.int64, dims: [1], raw: int64Raw([2]) },
-      ],
-      nodes: [
-        { opType: "Gather", inputs: ["word_embeddings", "input_ids"], outputs: ["words"] },
-        { opType: "Gather", inputs: ["type_embeddings", "token_type_ids"], outputs: ["types"] },
-        { opType: "Add", inputs: ["words", "types"], outputs: ["summed"] },
-        { opType: "Cast", inputs: ["attention_mask"], outputs: ["mask_float"], attributes: [{ name: "to", int: 1 }] },
-        { opType: "Unsqueeze", inputs: ["mask_float", "axis_feature"], outputs: ["mask_3d"] },
-        { opType: "Mul", inputs: ["summed", "mask_3d"], outputs: ["last_hidden_state"] },
-      ],
-    })
+  const { vocab, tokenizerJson, hidden, wordEmbeddings, typeEmbeddings } = tinyBertParts
+  const tinyBert = () => tinyBertModel()
 
   it("tokenizes with WordPiece: lower-case, accents stripped, punctuation split, ## pieces, CLS/SEP", () => {
     const tokenizer = makeWordPiece(tokenizerJson)

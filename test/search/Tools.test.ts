@@ -3,7 +3,7 @@
  * structuredContent, score breakdowns that add up, filters, and argument validation.
  */
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
-import { openSearchEngine, removeTempDirs, type SearchEngine } from "./harness.ts"
+import { assertPartsAddUp, openSearchEngine, removeTempDirs, type SearchEngine } from "./harness.ts"
 
 let engine: SearchEngine
 beforeAll(async () => {
@@ -30,7 +30,14 @@ interface IndexEntry {
   store: string
   type: string
   summary: string
-  score_breakdown: { fulltext: number; semantic: number; recency: number; importance: number }
+  score_breakdown: {
+    fulltext: number
+    semantic: number
+    recency: number
+    importance: number
+    alignment: number
+    aligned?: { coverage: number; precision: number; negation_mismatch: boolean; number_mismatch: boolean }
+  }
 }
 
 describe("search tools", () => {
@@ -44,7 +51,10 @@ describe("search tools", () => {
     assert.include(reply.text, `### 1. [mem:${results[0]!.id}]`)
     for (const result of results) {
       const parts = result.score_breakdown
-      assert.closeTo(parts.fulltext + parts.semantic + parts.recency + parts.importance, result.score, 1e-3)
+      assertPartsAddUp(parts, result.score, 1e-3)
+      // Hybrid search re-ranks by alignment and says why.
+      assert.isDefined(parts.aligned)
+      assert.isAtLeast(parts.aligned!.coverage, 0)
     }
     assert.isAbove(results[0]!.score_breakdown.fulltext, 0)
   })

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
+import { assert } from "vitest"
 import type * as Engine from "../../src/Engine.ts"
 import { graphStore } from "../../src/graph/GraphStore.ts"
 import { SearchIndexer } from "../../src/search/Indexer.ts"
@@ -53,4 +54,18 @@ export const openSearchEngine = async (
     }),
   )
   return { ...engine, indexer }
+}
+
+/** Score parts as hits and tool results report them. */
+export interface ScoreParts {
+  readonly fulltext: number
+  readonly semantic: number
+  readonly recency: number
+  readonly importance: number
+  readonly alignment: number
+}
+
+/** Asserts that a breakdown's parts add up to its score (within `tolerance`: tools round to 4 decimals). */
+export const assertPartsAddUp = (parts: ScoreParts, score: number, tolerance: number): void => {
+  assert.closeTo(parts.fulltext + parts.semantic + parts.recency + parts.importance + parts.alignment, score, tolerance)
 }
