@@ -14,15 +14,28 @@
  *   they stay in `mailbox.inFlight`). N+1's write fails unwritten behind it (the log writes nothing
  *   after a failed write), so its commands are requeued, to be decided afresh by the next incarnation.
  * - A defect in deciding N+1 lets N finish first, then fails N+1.
+ * - A shared log may refuse N as stale (another daemon appended first): N and N+1 (chained behind
+ *   it) go back to the mailbox's front, and `run` returns `Stale` for the actor to catch up.
  *
  * When many callers arrive at once and serving them costs more CPU than a write takes, the batch is
  * split in two to start this overlap (`SplitPolicy`).
  */
-import { type Cause, Deferred, Effect, Exit, Result } from "effect"
+import { Cause, Deferred, Effect, Exit, Result } from "effect"
 import type { StoreError } from "../stores/StoreError.ts"
 import type { Incarnation, Prepared, StoreKernel, Submitted, Written } from "../stores/StoreKernel.ts"
-import type { Appended } from "../stores/Wal.ts"
+import { type Appended, WalError } from "../stores/Wal.ts"
 import type { Envelope, Mailbox } from "./Mailbox.ts"
+
+/** A shared log refused an append as stale: catch up to `position` (when known), then go on. */
+export interface Stale {
+  readonly _tag: "Stale"
+  readonly position: number | undefined
+}
+
+const staleAppend = (cause: Cause.Cause<unknown>): Stale | undefined => {
+  const error = Cause.squash(cause)
+  return error instanceof WalError && error.reason === "Stale" ? { _tag: "Stale", position: error.position } : undefined
+}
 
 /** How a batch taken at once may be split (see `SplitPolicy`). */
 export type BatchSplit = "adaptive" | "always" | "never"
@@ -128,10 +141,13 @@ export class BatchPipeline<Command, Event, Reply, Failure> {
       base: Incarnation["view"] | Prepared<Event, Reply, Failure>["overlay"],
       batch: ReadonlyArray<Env>,
     ) =>
-      Effect.map(
-        kernel.prepare(incarnation, base, batch as ReadonlyArray<Submitted<Command>>),
-        (prepared): Batch => ({ batch, prepared }),
-      )
+      Effect.map(kernel.prepare(incarnation, base, batch as ReadonlyArray<Submitted<Command>>), (prepared): Batch => {
+        // A log with a batch size limit may have taken fewer commands: the rest are served next.
+        const taken = prepared.outcomes.length
+        if (taken === batch.length) return { batch, prepared }
+        mailbox.requeue(batch.slice(taken))
+        return { batch: batch.slice(0, taken), prepared }
+      })
 
     /** After a batch's write: commit it (readable, LMDB, bus), then answer its callers. */
     const finish = (current: Batch, appended: Appended | undefined) =>
@@ -179,7 +195,7 @@ export class BatchPipeline<Command, Event, Reply, Failure> {
       if (Exit.isFailure(started)) {
         // The second half was not decided yet: it is served by the next incarnation.
         if (held !== undefined) mailbox.requeue(held)
-        return yield* started
+        return yield* Effect.failCause(started.cause)
       }
       let current = started.value.current
       let writing = started.value.writing
@@ -218,13 +234,22 @@ export class BatchPipeline<Command, Event, Reply, Failure> {
           held = undefined
         }
         const written = yield* Effect.exit(joinWrite(writing))
+        const stale = Exit.isFailure(written) ? staleAppend(written.cause) : undefined
+        if (stale !== undefined) {
+          // A shared log refused the append: another writer was first. Nothing of it (nor of the batch
+          // chained behind it) is in the log; both go back, to be decided again once caught up.
+          if (nextWriting !== undefined) yield* Effect.exit(nextWriting)
+          mailbox.requeue([...current.batch, ...(next?.batch ?? [])])
+          mailbox.inFlight = []
+          return stale
+        }
         if (Exit.isFailure(written)) {
           // Only the batch that was written fails (after the reopen, which cuts it). The one queued
           // behind it failed unwritten: it goes back to be decided afresh by the next incarnation.
           if (nextWriting !== undefined) yield* Effect.exit(nextWriting)
           if (next !== undefined) mailbox.requeue(next.batch)
           mailbox.inFlight = current.batch
-          return yield* written
+          return yield* Effect.failCause(written.cause)
         }
         const writtenAt = performance.now()
         if (writing !== undefined) split.writeMs.add(writtenAt - writeStartedAt)
@@ -244,7 +269,7 @@ export class BatchPipeline<Command, Event, Reply, Failure> {
         }
         if (next === undefined) {
           mailbox.inFlight = []
-          return
+          return undefined
         }
         split.lastRunSerial = false
         mailbox.inFlight = next.batch

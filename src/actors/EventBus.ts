@@ -26,6 +26,8 @@ export interface CommittedEvent {
    * subscriber's sequences stay gap-free, with nothing to apply.
    */
   readonly kernel?: true
+  /** In a shared memory: the daemon whose write this is (absent for this daemon's own writes). */
+  readonly origin?: string
 }
 
 /** True for a domain event (as opposed to a kernel record). */

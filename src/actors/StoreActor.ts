@@ -196,14 +196,30 @@ export const makeStore = <Command, Event, Reply, Failure>(
         ),
       )
 
+    /** Whether a "remote" control is in the mailbox already (one is enough to wake the actor). */
+    let remotePoked = false
+    /** A shared log received batches from other daemons: wake the actor to apply them. */
+    const pokeRemote = () => {
+      if (remotePoked) return
+      const control: Control = { _tag: "Control", name: "remote", reply: Deferred.makeUnsafe<unknown, unknown>() }
+      remotePoked = mailbox.offerUnsafe(control)
+    }
+
     /** Runs a control between batches: a compaction replaces the incarnation it ran on. */
     const runControl = (serving: { incarnation: Incarnation }, control: Control) =>
       Effect.gen(function* () {
+        if (control.name === "remote") {
+          remotePoked = false
+          yield* kernel.applyRemote(serving.incarnation)
+          yield* Deferred.succeed(control.reply, undefined)
+          return
+        }
         const now = yield* Clock.currentTimeMillis
         const compacted = yield* Effect.exit(kernel.compact(serving.incarnation, now, options.onCompactionStep))
         if (Exit.isSuccess(compacted)) {
           serving.incarnation = compacted.value.incarnation
           current = serving.incarnation
+          serving.incarnation.wal.shared?.onRemote(pokeRemote)
           yield* Deferred.succeed(control.reply, compacted.value.report)
           return
         }
@@ -217,6 +233,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
 
     const serve = (serving: { incarnation: Incarnation }) =>
       Effect.gen(function* () {
+        serving.incarnation.wal.shared?.onRemote(pokeRemote)
         while (true) {
           const next = yield* mailbox.takeNext()
           if (next._tag === "Control") {
@@ -232,7 +249,11 @@ export const makeStore = <Command, Event, Reply, Failure>(
             continue
           }
           state = "running"
-          yield* Effect.uninterruptible(pipeline.run(serving.incarnation, batch, true))
+          // A shared log: what other daemons appended first, so fewer appends are refused as stale.
+          if (kernel.shared) yield* kernel.applyRemote(serving.incarnation)
+          const stale = yield* Effect.uninterruptible(pipeline.run(serving.incarnation, batch, true))
+          // Refused as stale, the batch went back to the mailbox: catch up, then it is decided again.
+          if (stale !== undefined) yield* kernel.catchUp(serving.incarnation, stale.position)
           // After the answers: a failed checkpoint restarts the actor but un-acknowledges nothing.
           if (kernel.checkpointDue()) yield* Effect.uninterruptible(checkpointNow(serving.incarnation))
         }
@@ -328,6 +349,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
           }
           serving.incarnation = reopened.value
           current = serving.incarnation
+          serving.incarnation.wal.shared?.onRemote(pokeRemote)
           state = "running"
           yield* failAll(mailbox.inFlight, rolledBackError(inFlightCause))
           mailbox.inFlight = []
@@ -391,6 +413,12 @@ export const makeStore = <Command, Event, Reply, Failure>(
               continue
             }
             const exit = yield* Effect.exit(pipeline.run(incarnation, batch, false))
+            // Refused as stale (the batch went back to the mailbox): catch up; the loop serves it again.
+            if (Exit.isSuccess(exit) && exit.value !== undefined) {
+              const caughtUp = yield* Effect.exit(kernel.catchUp(incarnation, exit.value.position))
+              if (Exit.isFailure(caughtUp)) healthy = false
+              continue
+            }
             if (Exit.isFailure(exit)) {
               healthy = false
               failed.push(...batch)

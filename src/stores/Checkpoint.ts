@@ -149,6 +149,8 @@ export type Change = readonly [key: string, value: unknown]
 
 const metaAppliedSeq = "appliedSeq"
 const metaSalt = "salt"
+/** A shared log's position (JetStream stream sequence) of the last applied batch. */
+const metaPosition = "position"
 
 /** An open checkpoint. */
 export interface Checkpoint {
@@ -156,6 +158,8 @@ export interface Checkpoint {
   readonly appliedSeq: () => number
   /** The store generation recorded with the data, if any. */
   readonly salt: () => number | undefined
+  /** A shared log's position of the last batch the data holds (a replica resumes after it). */
+  readonly position: () => number | undefined
   readonly view: StoreView
   /**
    * Queues `changes` and `appliedSeq` (and `salt`) as one transaction on lmdb-js's write thread;
@@ -163,7 +167,12 @@ export interface Checkpoint {
    * the same LMDB transaction, in call order. Rejects with `DiskFullError` when the disk is full
    * (nothing of the transaction is written), else with the commit's cause.
    */
-  readonly commit: (changes: ReadonlyArray<Change>, appliedSeq: number, salt: number) => Promise<void>
+  readonly commit: (
+    changes: ReadonlyArray<Change>,
+    appliedSeq: number,
+    salt: number,
+    position?: number,
+  ) => Promise<void>
   /** Applies with a writer callback (used by replay), recording `appliedSeq` in the same transaction. */
   readonly commitWith: (write: (writer: StoreWriter) => void, appliedSeq: number, salt: number) => void
   /** Resolves when everything committed so far is on disk. */
@@ -226,13 +235,15 @@ export const openCheckpoint = (path: string): Effect.Effect<Checkpoint, Checkpoi
         path,
         appliedSeq: () => meta.get(metaAppliedSeq) ?? 0,
         salt: () => meta.get(metaSalt),
+        position: () => meta.get(metaPosition),
         view,
-        commit: (changes, appliedSeq, salt) => {
+        commit: (changes, appliedSeq, salt, position) => {
           // lmdb-js gives the writes of one transaction one promise, but a large turn can span
           // several: settle each distinct one, so no rejection is ever left unhandled.
           const writes = new Set<Promise<unknown>>()
           for (const [key, value] of changes) writes.add(value === undefined ? data.remove(key) : data.put(key, value))
           writes.add(meta.put(metaSalt, salt))
+          if (position !== undefined) writes.add(meta.put(metaPosition, position))
           writes.add(meta.put(metaAppliedSeq, appliedSeq))
           return Promise.all([...writes].map(settleLmdbWrite)).then((failures) => {
             const failure = failures.find((failed) => failed !== undefined)

@@ -39,6 +39,7 @@ export class CommitQueue {
   private queued: Array<Change> = []
   private queuedBytes = 0
   private queuedSeq = 0
+  private queuedPosition: number | undefined = undefined
   /**
    * Batches handed to the pending layer so far. It evicts by this count, not by WAL sequence: two
    * batches can end at the same sequence (a checkpoint's deletion of expired idempotency records
@@ -61,12 +62,16 @@ export class CommitQueue {
     private readonly limits: CommitLimits,
   ) {}
 
-  /** Makes a batch (`bytes` of WAL payload) visible to readers and schedules its LMDB commit. */
-  enqueue(changes: ReadonlyArray<Change>, seq: number, bytes: number): void {
+  /**
+   * Makes a batch (`bytes` of WAL payload) visible to readers and schedules its LMDB commit, which
+   * records `seq` (and a shared log's `position`) as applied.
+   */
+  enqueue(changes: ReadonlyArray<Change>, seq: number, bytes: number, position?: number): void {
     this.view.add(changes, ++this.enqueued)
     for (const change of changes) this.queued.push(change)
     this.queuedBytes += bytes
     this.queuedSeq = seq
+    if (position !== undefined) this.queuedPosition = position
     if (this.isFull() && this.inFlight === undefined && this.failure === undefined && this.diskFull === undefined) {
       if (this.timer !== undefined) clearTimeout(this.timer)
       this.timer = undefined
@@ -119,10 +124,11 @@ export class CommitQueue {
     const changes = this.queued
     const bytes = this.queuedBytes
     const seq = this.queuedSeq
+    const position = this.queuedPosition
     const through = this.enqueued
     this.queued = []
     this.queuedBytes = 0
-    this.inFlight = this.checkpoint.commit(changes, seq, this.salt).then(
+    this.inFlight = this.checkpoint.commit(changes, seq, this.salt, position).then(
       () => {
         this.inFlight = undefined
         this.diskFull = undefined

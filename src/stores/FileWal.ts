@@ -544,5 +544,7 @@ const makeLocalWal = Effect.fnUntraced(function* (init: {
       salt,
     }),
     close: () => (active === undefined ? Effect.void : active.close()),
+    // One record at most `recordPayloadBytesMax`; a batch of many such records is one write.
+    batchBytesMax: Number.POSITIVE_INFINITY,
   } satisfies Wal
 })

@@ -9,11 +9,38 @@
 import type { Change, Entry, KeyRange, StoreView, StoreWriter } from "./Checkpoint.ts"
 import { mergedRange, removed } from "./MergedRange.ts"
 
+/** Marks, in the undo log, a key that had no write in this overlay. */
+const absent = Symbol("absent")
+
 /** A `StoreWriter` over `base` whose writes stay in memory until `changes()` is taken. */
 export class Overlay implements StoreWriter {
   private readonly writes = new Map<string, unknown>()
+  /** With `undoable`: what each write replaced (`absent` when the key had no write yet), for `undoTo`. */
+  private readonly undo: Array<readonly [key: string, previous: unknown]> | undefined
 
-  constructor(private base: StoreView) {}
+  constructor(
+    private base: StoreView,
+    /** Keep what each write replaced, so the writes after a `mark` can be taken back. */
+    undoable = false,
+  ) {
+    this.undo = undoable ? [] : undefined
+  }
+
+  /** A point to take writes back to (`undoTo`); only for an undoable overlay. */
+  mark(): number {
+    return this.undo?.length ?? 0
+  }
+
+  /** Takes back every write since `mark` (a command that did not fit its batch). */
+  undoTo(mark: number): void {
+    const undo = this.undo
+    if (undo === undefined) throw new Error("this overlay keeps no undo log")
+    while (undo.length > mark) {
+      const [key, previous] = undo.pop()!
+      if (previous === absent) this.writes.delete(key)
+      else this.writes.set(key, previous)
+    }
+  }
 
   /**
    * Reads through `base` from now on. Used when the layer this overlay was stacked on (the batch
@@ -30,10 +57,12 @@ export class Overlay implements StoreWriter {
   }
 
   put = (key: string, value: unknown): void => {
+    this.undo?.push([key, this.writes.has(key) ? this.writes.get(key) : absent])
     this.writes.set(key, value)
   }
 
   remove = (key: string): void => {
+    this.undo?.push([key, this.writes.has(key) ? this.writes.get(key) : absent])
     this.writes.set(key, removed)
   }
 

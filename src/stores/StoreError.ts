@@ -5,6 +5,8 @@
  * - `Unavailable`: the store cannot open or keeps failing;
  * - `Corrupt`: the store's log is damaged (see `mnemos repair`);
  * - `ShuttingDown`: the daemon is stopping;
+ * - `TooLarge`: the command's records do not fit one batch of the store's log (a shared log's
+ *   message size); it was not applied;
  * - `ReplyWithheld`: a retried command was applied before, but its reply was dropped by a
  *   compaction (it may have quoted deleted data); it is not applied again.
  */
@@ -13,6 +15,14 @@ import { Schema } from "effect"
 /** Why a store could not serve a call (as opposed to a domain failure of the command itself). */
 export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", {
   store: Schema.String,
-  reason: Schema.Literals(["WriteFailed", "DiskFull", "Unavailable", "Corrupt", "ShuttingDown", "ReplyWithheld"]),
+  reason: Schema.Literals([
+    "WriteFailed",
+    "DiskFull",
+    "Unavailable",
+    "Corrupt",
+    "ShuttingDown",
+    "ReplyWithheld",
+    "TooLarge",
+  ]),
   message: Schema.String,
 }) {}

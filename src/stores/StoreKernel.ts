@@ -27,7 +27,6 @@ import { Cause, Clock, Effect, Result, Schema } from "effect"
 import { type CommittedEvent, EventBus } from "../actors/EventBus.ts"
 import { type Checkpoint, openCheckpoint, type StoreView } from "./Checkpoint.ts"
 import { CommitQueue, diskFullRetryMs } from "./CommitQueue.ts"
-import { openLocalWal } from "./FileWal.ts"
 import {
   eventWithReplyRecordType,
   expiredKeys,
@@ -40,11 +39,12 @@ import {
 } from "./Idempotency.ts"
 import { Overlay } from "./Overlay.ts"
 import { PendingView } from "./PendingView.ts"
-import type { Decision, StoreDefinition } from "./StoreDefinition.ts"
+import type { CommandContext, Decision, StoreDefinition } from "./StoreDefinition.ts"
 import { StoreError } from "./StoreError.ts"
+import { storeLogs } from "./StoreLogs.ts"
 import { type Appended, type RecoveryReport, type Wal, type WalEntry, WalError, type WalStats } from "./Wal.ts"
 import { WalFs } from "./WalFs.ts"
-import { batchEndFlag, type WalRecord } from "./WalRecord.ts"
+import { batchEndFlag, payloadLength, type WalRecord } from "./WalRecord.ts"
 
 /** What the kernel needs to know of a store's limits (see `StoreOptions` in src/actors/StoreActor.ts). */
 export interface KernelOptions {
@@ -154,6 +154,14 @@ const fileBytes = (path: string): number => {
   }
 }
 
+/** The refusal of a command whose records do not fit one batch of its log. */
+const tooLarge = (store: string, bytes: number, bytesMax: number) =>
+  new StoreError({
+    store,
+    reason: "TooLarge",
+    message: `store "${store}": this command's records take ${bytes} bytes, more than one batch of the store's log holds (${bytesMax} bytes); split it into smaller ones`,
+  })
+
 /** The refusal of a retried command whose first reply a compaction dropped. */
 const replyWithheld = (store: string, key: string) =>
   new StoreError({
@@ -170,6 +178,7 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
   Effect.gen(function* () {
     const fs = yield* WalFs
     const bus = yield* EventBus
+    const logs = yield* storeLogs
     yield* Effect.addFinalizer(() => Effect.sync(() => clearInterval(spaceProbe)))
     const encodeEvent = Schema.encodeSync(definition.eventSchema)
     const decodeEvent = Schema.decodeUnknownSync(definition.eventSchema)
@@ -178,15 +187,18 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
     let walSalt: number | undefined
     let recovery: RecoveryReport | undefined
     let recordsSinceCheckpoint = 0
+    /** A shared log: the position of the last batch applied (own or remote). */
+    let appliedPosition: number | undefined
     /** Set when a log write failed because the disk was full, until the file system has room again. */
     let logDiskFull: string | undefined
     let spaceProbe: ReturnType<typeof setInterval> | undefined
 
-    const committed = (seq: number, event: Event, at: number): CommittedEvent => ({
+    const committed = (seq: number, event: Event, at: number, origin?: string): CommittedEvent => ({
       store: definition.name,
       seq,
       at,
       event,
+      ...(origin !== undefined ? { origin } : {}),
     })
     /** A record of the kernel's own (idempotency, snapshot): announced so sequences stay gap-free. */
     const kernelRecord = (seq: number, at: number): CommittedEvent => ({
@@ -208,6 +220,8 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
       commits: CommitQueue,
       records: ReadonlyArray<WalRecord>,
       snapshot: RecoveryReport["snapshot"],
+      /** In a shared memory: the daemon that appended these records, for the events published. */
+      origin?: string,
     ) =>
       Effect.gen(function* () {
         // Records written before commit times were logged are published with the restart's time.
@@ -235,10 +249,11 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
           if (decoded.event !== undefined) {
             const event = decodeEvent(decoded.event)
             definition.apply(event, overlay)
-            applied.push(committed(record.seq, event, decoded.at ?? restartedAt))
+            applied.push(committed(record.seq, event, decoded.at ?? restartedAt, origin))
           } else applied.push(kernelRecord(record.seq, decoded.at ?? restartedAt))
           if (record.flags & batchEndFlag) {
-            commits.enqueue(overlay.changes(), record.seq, batchBytes)
+            commits.enqueue(overlay.changes(), record.seq, batchBytes, record.position)
+            if (record.position !== undefined) appliedPosition = record.position
             overlay = new Overlay(view)
             batchBytes = 0
             if (view.size >= options.lmdbCommitChangesMax) yield* Effect.promise(() => commits.drain())
@@ -247,19 +262,60 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
         return applied
       })
 
-    /** Opens (recovers) the store's WAL, cutting every record above `ackedSeq` when it is known. */
-    const openWal = (replayAfterSeq: number, salt: number | undefined) =>
-      openLocalWal({
-        dir: `${options.dir}/wal`,
+    /** Opens (recovers) the store's log, cutting every record above `ackedSeq` when it is known. */
+    const openWal = (replayAfterSeq: number, salt: number | undefined, replayAfterPosition: number | undefined) =>
+      logs.open({
+        store: definition.name,
+        dir: options.dir,
         segmentBytesMax: options.walSegmentBytesMax,
         preallocateBytes: options.walPreallocateBytes,
         replayAfterSeq,
-        ...(salt !== undefined ? { salt } : {}),
-        ...(ackedSeq !== undefined ? { discardAfterSeq: ackedSeq } : {}),
+        replayAfterPosition,
+        salt,
+        discardAfterSeq: ackedSeq,
         snapshotRecordType,
-      }).pipe(Effect.provideService(WalFs, fs))
+      })
 
-    /** Opens the store: LMDB, then the log, replaying (and republishing) what LMDB lacks. */
+    /**
+     * A shared log: applies the batches other daemons appended that are next in log order, as replay
+     * does (each is a whole batch, decided once by its writer), and publishes their events.
+     */
+    const applyRemote = (incarnation: Incarnation): Effect.Effect<number> =>
+      Effect.gen(function* () {
+        const shared = incarnation.wal.shared
+        if (shared === undefined) return 0
+        let applied = 0
+        for (let batches = shared.takeRemote(); batches.length > 0; batches = shared.takeRemote()) {
+          for (const batch of batches) {
+            const events = yield* replayInto(
+              incarnation.view,
+              incarnation.commits,
+              batch.records,
+              undefined,
+              batch.origin,
+            )
+            ackedSeq = batch.records[batch.records.length - 1]!.seq
+            recordsSinceCheckpoint += batch.records.length
+            yield* bus.publishAll(events)
+            applied++
+          }
+        }
+        return applied
+      })
+
+    /**
+     * A shared log, after an append refused as `Stale`: waits until every batch through `position`
+     * (another writer's) has arrived, and applies them, so the refused commands are decided again on
+     * the state they missed.
+     */
+    const catchUp = (incarnation: Incarnation, position: number | undefined) =>
+      Effect.gen(function* () {
+        const shared = incarnation.wal.shared
+        if (shared === undefined) return
+        yield* shared.awaitReceived(position)
+        yield* applyRemote(incarnation)
+      })
+
     const lmdbDir = `${options.dir}/lmdb`
 
     /** Opens the store: LMDB, then the log, replaying (and republishing) what LMDB lacks. */
@@ -270,7 +326,7 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
       let commits: CommitQueue | undefined
       let log: Wal | undefined
       return yield* Effect.gen(function* () {
-        const opened = yield* openWal(checkpoint.appliedSeq(), checkpoint.salt())
+        const opened = yield* openWal(checkpoint.appliedSeq(), checkpoint.salt(), checkpoint.position())
         log = opened.wal
         if (opened.report.snapshot !== undefined) {
           // A compaction's snapshot is newer than LMDB (the compaction was cut short): LMDB is
@@ -294,6 +350,7 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
         yield* bus.publishAll(replayed)
         recovery = opened.report
         ackedSeq = opened.wal.stats().nextSeq - 1
+        appliedPosition = opened.wal.shared?.position()
         return { checkpoint, wal: opened.wal, salt, view, commits: queue } satisfies Incarnation
       }).pipe(
         Effect.onError(() =>
@@ -349,7 +406,13 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
       Effect.gen(function* () {
         yield* incarnation.wal.close()
         const acked = ackedSeq ?? incarnation.checkpoint.appliedSeq()
-        const opened = yield* openWal(acked, walSalt)
+        const opened = yield* openWal(acked, walSalt, appliedPosition)
+        // A shared log hands back what others appended meanwhile; a file log, nothing.
+        const replayed = yield* replayInto(incarnation.view, incarnation.commits, opened.replay, undefined).pipe(
+          Effect.orDie,
+        )
+        yield* bus.publishAll(replayed)
+        ackedSeq = opened.wal.stats().nextSeq - 1
         return { ...incarnation, wal: opened.wal }
       })
 
@@ -363,7 +426,9 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
     const discardUnacknowledged: Effect.Effect<boolean> = Effect.suspend(() => {
       // Never opened: nothing was written.
       if (ackedSeq === undefined) return Effect.succeed(true)
-      return openWal(ackedSeq, walSalt).pipe(
+      // A shared log is not cut: a failed append is either in it or not, and replicas apply what is.
+      if (logs.shared) return Effect.succeed(true)
+      return openWal(ackedSeq, walSalt, undefined).pipe(
         Effect.flatMap((opened) => opened.wal.close()),
         Effect.as(true),
         Effect.catchCause(() => Effect.succeed(false)),
@@ -525,44 +590,77 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
     ): Effect.Effect<Prepared<Event, Reply, Failure>> =>
       Effect.map(Clock.currentTimeMillis, (now) => {
         if (incarnation.commits.failure !== undefined) throw incarnation.commits.failure
-        const overlay = new Overlay(base)
+        // A log with a batch size limit (a shared log's message size) cuts the batch before the first
+        // command that does not fit, taking that command's effects back; the rest go back to the mailbox.
+        const bytesMax = incarnation.wal.batchBytesMax
+        const bounded = Number.isFinite(bytesMax)
+        const overlay = new Overlay(base, bounded)
         const context = { now }
         const entries: Array<PreparedEntry<Event>> = []
-        const outcomes = batch.map((submitted): Result.Result<{ readonly reply: Reply }, Failure | StoreError> => {
-          const key = submitted.idempotencyKey
-          const remembered = key === undefined ? undefined : rememberedReply(overlay, key)
-          if (remembered !== undefined) return recalled(remembered)
-          const outcome = definition.decide(submitted.command, overlay, context)
-          const events = Result.isSuccess(outcome) ? outcome.success.events : []
-          if (key !== undefined && (Result.isFailure(outcome) || events.length === 0)) {
-            // A keyed refusal or no-op is remembered too (a record of its own), so a retry is answered
-            // the same way instead of being decided again on later state.
-            const remember = rememberOutcome(key, outcome, now)
-            if (remember !== undefined) {
-              overlay.put(idempotencyStateKey(key), remember)
-              entries.push({ type: idempotencyRecordType, payload: JSON.stringify(remember) })
-            }
-          }
-          if (Result.isFailure(outcome)) return outcome
-          // A keyed command's reply rides on its last event's record (Idempotency.ts).
-          const last = key === undefined ? events.length : events.length - 1
-          for (let index = 0; index < events.length; index++) {
-            const event = events[index]!
-            definition.apply(event, overlay)
-            const encoded = JSON.stringify(encodeEvent(event))
-            if (index !== last) {
-              entries.push({ type: eventAtRecordType, payload: `{"at":${now},"event":${encoded}}`, event })
+        const outcomes: Array<Result.Result<{ readonly reply: Reply }, Failure | StoreError>> = []
+        let bytes = 0
+        for (const submitted of batch) {
+          const mark = overlay.mark()
+          const entriesBefore = entries.length
+          const outcome = decideOne(submitted, overlay, context, entries)
+          if (bounded) {
+            let added = 0
+            for (let index = entriesBefore; index < entries.length; index++)
+              added += payloadLength(entries[index]!.payload)
+            if (bytes + added > bytesMax) {
+              overlay.undoTo(mark)
+              entries.length = entriesBefore
+              if (outcomes.length > 0) break // the batch ends here; this command goes in the next one
+              outcomes.push(Result.fail(tooLarge(definition.name, added, bytesMax)))
               continue
             }
-            const remember: IdempotencyRecord = { key: key!, reply: outcome.success.reply, at: now }
-            overlay.put(idempotencyStateKey(key!), remember)
-            const payload = `{"at":${now},"event":${encoded},"remember":${JSON.stringify(remember)}}`
-            entries.push({ type: eventWithReplyRecordType, payload, event })
+            bytes += added
           }
-          return outcome
-        })
+          outcomes.push(outcome)
+        }
         return { overlay, entries, outcomes, now }
       })
+
+    /** Decides one command against `overlay`, applying its events and adding its log entries. */
+    const decideOne = (
+      submitted: Submitted<Command>,
+      overlay: Overlay,
+      context: CommandContext,
+      entries: Array<PreparedEntry<Event>>,
+    ): Result.Result<{ readonly reply: Reply }, Failure | StoreError> => {
+      const now = context.now
+      const key = submitted.idempotencyKey
+      const remembered = key === undefined ? undefined : rememberedReply(overlay, key)
+      if (remembered !== undefined) return recalled(remembered)
+      const outcome = definition.decide(submitted.command, overlay, context)
+      const events = Result.isSuccess(outcome) ? outcome.success.events : []
+      if (key !== undefined && (Result.isFailure(outcome) || events.length === 0)) {
+        // A keyed refusal or no-op is remembered too (a record of its own), so a retry is answered
+        // the same way instead of being decided again on later state.
+        const remember = rememberOutcome(key, outcome, now)
+        if (remember !== undefined) {
+          overlay.put(idempotencyStateKey(key), remember)
+          entries.push({ type: idempotencyRecordType, payload: JSON.stringify(remember) })
+        }
+      }
+      if (Result.isFailure(outcome)) return outcome
+      // A keyed command's reply rides on its last event's record (Idempotency.ts).
+      const last = key === undefined ? events.length : events.length - 1
+      for (let index = 0; index < events.length; index++) {
+        const event = events[index]!
+        definition.apply(event, overlay)
+        const encoded = JSON.stringify(encodeEvent(event))
+        if (index !== last) {
+          entries.push({ type: eventAtRecordType, payload: `{"at":${now},"event":${encoded}}`, event })
+          continue
+        }
+        const remember: IdempotencyRecord = { key: key!, reply: outcome.success.reply, at: now }
+        overlay.put(idempotencyStateKey(key!), remember)
+        const payload = `{"at":${now},"event":${encoded},"remember":${JSON.stringify(remember)}}`
+        entries.push({ type: eventWithReplyRecordType, payload, event })
+      }
+      return outcome
+    }
 
     /**
      * Queues the durable WAL write of a prepared batch, if it has anything to write, behind the one
@@ -588,8 +686,14 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
     ): Effect.Effect<void> => {
       if (appended === undefined) return Effect.void
       const { entries } = prepared
-      incarnation.commits.enqueue(prepared.overlay.changes(), appended.lastSeq, appended.payloadBytes)
+      incarnation.commits.enqueue(
+        prepared.overlay.changes(),
+        appended.lastSeq,
+        appended.payloadBytes,
+        appended.position,
+      )
       ackedSeq = appended.lastSeq
+      if (appended.position !== undefined) appliedPosition = appended.position
       recordsSinceCheckpoint += entries.length
       const events: Array<CommittedEvent> = []
       for (let index = 0; index < entries.length; index++) {
@@ -614,6 +718,9 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
       close,
       discardUnacknowledged,
       compact,
+      applyRemote,
+      catchUp,
+      shared: logs.shared,
       isLogFailure,
       reopenLog,
       noteFailure,

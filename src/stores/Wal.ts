@@ -25,6 +25,11 @@ export const WalErrorReason = Schema.Literals([
   "ReadFailed",
   "Poisoned",
   "RecordTooLarge",
+  // A shared log only: another writer appended first (the batch was decided on stale state and is
+  // not in the log; `position` is the log's position the writer must catch up to, when known).
+  "Stale",
+  // A shared log only: its servers cannot be reached (the batch may or may not be stored).
+  "Unavailable",
 ])
 export type WalErrorReason = typeof WalErrorReason.Type
 
@@ -33,6 +38,8 @@ export class WalError extends Schema.TaggedError<WalError>()("WalError", {
   reason: WalErrorReason,
   file: Schema.optional(Schema.String),
   offset: Schema.optional(Schema.Number),
+  /** For `Stale`: the shared log's last position when the append was refused, when known. */
+  position: Schema.optional(Schema.Number),
   message: Schema.String,
 }) {}
 
@@ -48,6 +55,39 @@ export interface Appended {
   readonly lastSeq: number
   /** The UTF-8 bytes of the batch's payloads (record headers not counted). */
   readonly payloadBytes: number
+  /** A shared log's own position of the batch (a JetStream stream sequence); none for the file log. */
+  readonly position?: number
+}
+
+/** A batch another writer appended to a shared log, applied in log order by every replica. */
+export interface RemoteBatch {
+  /** Its position in the shared log. */
+  readonly position: number
+  /** Its records (one batch: the first has the batch-start flag, the last the batch-end flag). */
+  readonly records: ReadonlyArray<WalRecord>
+  /** The daemon that appended it. */
+  readonly origin: string
+}
+
+/**
+ * What a log shared by several writers adds (JetStream): batches others appended, to apply in log
+ * order. Own batches are applied by their writer when acknowledged; a remote batch is handed out only
+ * when every batch before it (own or remote) has been, so the applying store never sees a gap.
+ */
+export interface SharedLog {
+  /** Takes the remote batches that are next in log order, advancing the log's position past them. */
+  readonly takeRemote: () => ReadonlyArray<RemoteBatch>
+  /** `wake` is called whenever remote batches may have become available. */
+  readonly onRemote: (wake: () => void) => void
+  /**
+   * Waits until every batch through `position` has been received (after a `Stale` append); without a
+   * position, until everything the log held when called.
+   */
+  readonly awaitReceived: (position?: number) => Effect.Effect<void, WalError>
+  /** The last position applied (own or remote). */
+  readonly position: () => number
+  /** Where the log lives, for messages (the servers and the stream). */
+  readonly describe: () => string
 }
 
 /** What recovery found and did. */
@@ -105,6 +145,10 @@ export interface Wal {
   readonly releaseThrough: (seq: number) => Effect.Effect<number, WalError>
   readonly stats: () => WalStats
   readonly close: () => Effect.Effect<void>
+  /** Most payload bytes one batch may hold (a shared log's message limit); a bigger batch is refused. */
+  readonly batchBytesMax: number
+  /** Set for a log shared with other writers. */
+  readonly shared?: SharedLog
 }
 
 /** An opened WAL with the records to replay (complete batches above `replayAfterSeq`). */

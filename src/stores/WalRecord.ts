@@ -32,6 +32,10 @@ export interface WalRecord {
   readonly type: number
   readonly flags: number
   readonly payload: Uint8Array
+  /** Set by a shared log on a batch's last record: the batch's position in the log. */
+  readonly position?: number
+  /** Set by a shared log on a batch's last record: the daemon that appended it. */
+  readonly origin?: string
 }
 
 const checksum = (bytes: Uint8Array): number =>

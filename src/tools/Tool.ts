@@ -45,7 +45,9 @@ export const storeToolError = (error: StoreError): ToolError =>
           ? "IO_ERROR"
           : error.reason === "ReplyWithheld"
             ? "CONFLICT"
-            : "BUSY",
+            : error.reason === "TooLarge"
+              ? "VALIDATION_ERROR"
+              : "BUSY",
     message: error.message,
   })
 
