@@ -19,6 +19,7 @@ import * as Embedder from "./search/Embedder.ts"
 import * as SearchIndexer from "./search/Indexer.ts"
 import { searchSources } from "./search/SearchSources.ts"
 import { lockDataDir } from "./stores/DataDir.ts"
+import type { NatsSettings } from "./stores/Nats.ts"
 import type { AnyStoreDefinition } from "./stores/StoreDefinition.ts"
 import { layerNode } from "./stores/WalFs.ts"
 
@@ -34,7 +35,25 @@ export interface EngineConfig {
   readonly storeOptions?: Partial<Omit<StoreOptions, "dir">>
   /** Search: embedding model and worker (defaults: the static GloVe model, batches in a worker). */
   readonly search?: Omit<Embedder.EmbedderConfig, "dataDir">
+  /** A shared memory: every store's log is a JetStream stream on these NATS servers (docs/scaling.md). */
+  readonly nats?: NatsSettings
 }
+
+/**
+ * The stores' logs on JetStream, with the NATS connection (also offered to the engine's other parts:
+ * health, the cluster's presence). Loaded only for a shared memory: a local daemon never loads the
+ * NATS client.
+ */
+const sharedLogsLayer = (settings: NatsSettings) =>
+  Layer.unwrap(
+    Effect.promise(async () => {
+      const [{ jetStreamLogs }, Nats] = await Promise.all([
+        import("./stores/JetStreamWal.ts"),
+        import("./stores/Nats.ts"),
+      ])
+      return jetStreamLogs.pipe(Layer.provideMerge(Nats.layer(settings)))
+    }),
+  )
 
 /** The engine's services: the router (with its stores), the event bus and the graph search. */
 export const layer = (config: EngineConfig) => {
@@ -44,8 +63,10 @@ export const layer = (config: EngineConfig) => {
     stores: config.stores ?? domainStores,
     ...(config.storeOptions !== undefined ? { storeOptions: config.storeOptions } : {}),
   })
+  const logs = config.nats === undefined ? Layer.empty : sharedLogsLayer(config.nats)
   // The audit feed subscribes before the stores start, so it sees what they re-publish while recovering.
   const core = router.pipe(
+    Layer.provideMerge(logs),
     Layer.provideMerge(AuditLedger.feedLayer),
     Layer.provideMerge(EventBus.layer),
     Layer.provide(layerNode),

@@ -21,10 +21,10 @@
  * split in two to start this overlap (`SplitPolicy`).
  */
 import { Cause, Deferred, Effect, Exit, Result } from "effect"
-import type { StoreError } from "../stores/StoreError.ts"
+import { StoreError } from "../stores/StoreError.ts"
 import type { Incarnation, Prepared, StoreKernel, Submitted, Written } from "../stores/StoreKernel.ts"
 import { type Appended, WalError } from "../stores/Wal.ts"
-import type { Envelope, Mailbox } from "./Mailbox.ts"
+import { type Envelope, failAll, type Mailbox } from "./Mailbox.ts"
 
 /** A shared log refused an append as stale: catch up to `position` (when known), then go on. */
 export interface Stale {
@@ -35,6 +35,12 @@ export interface Stale {
 const staleAppend = (cause: Cause.Cause<unknown>): Stale | undefined => {
   const error = Cause.squash(cause)
   return error instanceof WalError && error.reason === "Stale" ? { _tag: "Stale", position: error.position } : undefined
+}
+
+/** A shared log that could not confirm (or take) an append: its servers are unreachable. */
+const unavailableAppend = (cause: Cause.Cause<unknown>): WalError | undefined => {
+  const error = Cause.squash(cause)
+  return error instanceof WalError && error.reason === "Unavailable" ? error : undefined
 }
 
 /** How a batch taken at once may be split (see `SplitPolicy`). */
@@ -135,7 +141,19 @@ export class BatchPipeline<Command, Event, Reply, Failure> {
       readonly batch: ReadonlyArray<Env>
       readonly prepared: Prepared<Event, Reply, Failure>
     }
-    const joinWrite = (writing: Written | undefined) => writing ?? Effect.undefined
+    const joinWrite = (writing: Written | undefined): Effect.Effect<Appended | undefined, WalError> =>
+      writing ?? Effect.undefined
+
+    /** Answers a batch whose append a shared log could not confirm: it may or may not be stored. */
+    const answerUnavailable = (batch: ReadonlyArray<Env>, error: WalError) =>
+      failAll(
+        batch,
+        new StoreError({
+          store: kernel.name,
+          reason: "Unavailable",
+          message: `store "${kernel.name}": ${error.message}`,
+        }),
+      )
 
     const prepare = (
       base: Incarnation["view"] | Prepared<Event, Reply, Failure>["overlay"],
@@ -168,12 +186,17 @@ export class BatchPipeline<Command, Event, Reply, Failure> {
      * Decides `batch` on top of `current`, whose write may still be running. Should deciding fail
      * (a defect), `current` is still finished and answered first, then the defect ends the incarnation.
      */
-    const prepareNext = (current: Batch, written: Effect.Effect<Appended | undefined>, batch: ReadonlyArray<Env>) =>
+    const prepareNext = (
+      current: Batch,
+      written: Effect.Effect<Appended | undefined, WalError>,
+      batch: ReadonlyArray<Env>,
+    ) =>
       Effect.gen(function* () {
         mailbox.inFlight = [...current.batch, ...batch]
         const decided = yield* Effect.exit(prepare(current.prepared.overlay, batch))
         if (Exit.isSuccess(decided)) return decided.value
-        const appended = yield* written
+        // A refused append on top of a defect in deciding: the restart answers both.
+        const appended = yield* Effect.orDie(written)
         mailbox.inFlight = batch
         yield* finish(current, appended)
         return yield* decided
@@ -193,9 +216,13 @@ export class BatchPipeline<Command, Event, Reply, Failure> {
         ),
       )
       if (Exit.isFailure(started)) {
-        // The second half was not decided yet: it is served by the next incarnation.
+        // The second half was not decided yet: it is served next (by the next incarnation, after a defect).
         if (held !== undefined) mailbox.requeue(held)
-        return yield* Effect.failCause(started.cause)
+        const unavailable = unavailableAppend(started.cause)
+        if (unavailable === undefined) return yield* Effect.failCause(started.cause)
+        yield* answerUnavailable(first, unavailable)
+        mailbox.inFlight = []
+        return undefined
       }
       let current = started.value.current
       let writing = started.value.writing
@@ -206,15 +233,16 @@ export class BatchPipeline<Command, Event, Reply, Failure> {
       while (true) {
         let next: Batch | undefined
         let nextWriting: Written | undefined
-        // Queueing `next` failed (the log broke): `current` is still finished, then the incarnation ends.
-        let brokenLog: Cause.Cause<never> | undefined
+        // Queueing `next` failed (the log broke): `current` is still finished, then the incarnation ends
+        // (a shared log out of reach ends only this run: `next` is served again, and refused at once).
+        let brokenLog: Cause.Cause<WalError> | undefined
         const queueNext = (batch: Batch) =>
           Effect.map(Effect.exit(kernel.queueWrite(incarnation, batch.prepared)), (queued) => {
             if (Exit.isSuccess(queued)) {
               next = batch
               nextWriting = queued.value
             } else {
-              // Served again by the next incarnation, so no longer this one's to answer.
+              // Served again (by the next incarnation, after a defect), so no longer this run's to answer.
               mailbox.requeue(batch.batch)
               mailbox.inFlight = current.batch
               brokenLog = queued.cause
@@ -248,6 +276,14 @@ export class BatchPipeline<Command, Event, Reply, Failure> {
           // behind it failed unwritten: it goes back to be decided afresh by the next incarnation.
           if (nextWriting !== undefined) yield* Effect.exit(nextWriting)
           if (next !== undefined) mailbox.requeue(next.batch)
+          const unavailable = unavailableAppend(written.cause)
+          if (unavailable !== undefined) {
+            // A shared log that did not confirm: the batch may be stored (then it is applied when
+            // received); its callers are told so, and nothing restarts.
+            yield* answerUnavailable(current.batch, unavailable)
+            mailbox.inFlight = []
+            return undefined
+          }
           mailbox.inFlight = current.batch
           return yield* Effect.failCause(written.cause)
         }
@@ -265,6 +301,7 @@ export class BatchPipeline<Command, Event, Reply, Failure> {
         yield* finish(current, appended)
         if (brokenLog !== undefined) {
           mailbox.inFlight = []
+          if (unavailableAppend(brokenLog) !== undefined) return undefined
           return yield* Effect.failCause(brokenLog)
         }
         if (next === undefined) {

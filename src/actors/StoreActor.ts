@@ -31,6 +31,12 @@
  * A batch whose log write failed that way is rolled back like any failed batch, and its callers are
  * told so with `DiskFull`.
  *
+ * A shared log (JetStream) whose servers are out of reach is like a full disk: `degraded`, reads
+ * served from local state, writes answered at once with `Unavailable` naming the servers; a write
+ * whose append was not confirmed is answered `Unavailable` too (it may be stored: if it is, every
+ * replica applies it when received), and nothing restarts. An append refused as stale (another daemon
+ * appended first) goes back to the mailbox's front; the actor catches up and decides it again.
+ *
  * Shutdown (closing the scope): new calls are refused with `ShuttingDown`, the batch in flight
  * finishes, every command already in the mailbox is processed and answered, LMDB is flushed and
  * both files are closed. A batch whose write failed (then, or before, waiting for its restart) is
@@ -485,13 +491,17 @@ export const makeStore = <Command, Event, Reply, Failure>(
       // A full disk shows before the next write finds it.
       state:
         state === "running" || state === "degraded"
-          ? kernel.diskFull(current) !== undefined
+          ? kernel.diskFull(current) !== undefined || kernel.logUnavailable(current) !== undefined
             ? "degraded"
             : "running"
           : state,
       restarts,
       mailboxDepth: mailbox.size(),
-      ...(lastError !== undefined ? { lastError } : {}),
+      ...(kernel.logUnavailable(current) !== undefined
+        ? { lastError: kernel.logUnavailable(current)! }
+        : lastError !== undefined
+          ? { lastError }
+          : {}),
       ...kernel.health(current),
     })
 

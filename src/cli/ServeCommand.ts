@@ -29,6 +29,14 @@ import { makeTelemetry, Telemetry, telemetryResources } from "../transports/Tele
 import { startUdpListener } from "../transports/Udp.ts"
 import { versionLine } from "./BuildInfo.ts"
 import { shutdownSignal } from "./Main.ts"
+import {
+  natsCredsFlag,
+  natsFlag,
+  natsPrefixFlag,
+  natsReplicasFlag,
+  recordMembership,
+  sharedMemoryFor,
+} from "./NatsFlags.ts"
 
 /** `--data-dir`, shared by every command that opens a data directory. */
 export const dataDirFlag = Flag.String("data-dir").pipe(
@@ -211,11 +219,17 @@ export const serveCommand = Command.make(
     nvim: nvimFlag,
     nvimAllowLua: nvimAllowLuaFlag,
     model: modelFlag,
+    nats: natsFlag,
+    natsPrefix: natsPrefixFlag,
+    natsReplicas: natsReplicasFlag,
+    natsCreds: natsCredsFlag,
   },
-  Effect.fn(function* ({ dataDir, stdio, port, host, udpPort, toolsets, nvim, nvimAllowLua, model }) {
+  Effect.fn(function* ({ dataDir, stdio, port, host, udpPort, toolsets, nvim, nvimAllowLua, model, ...natsFlags }) {
     const location = resolveDataDir(Option.getOrUndefined(dataDir))
     const tools = yield* toolsOf(toolsets)
     const encoder = yield* modelOf(model)
+    const shared = yield* sharedMemoryFor(natsFlags, location.path)
+    const nats = shared?.settings
     if (!stdio) {
       const running = yield* Effect.promise(() => ping(host, port))
       if (running !== undefined && running.dataDir === location.path) {
@@ -227,10 +241,18 @@ export const serveCommand = Command.make(
       dataDir: location.path,
       command: stdio ? "mnemos serve --stdio" : `mnemos serve --port ${port}`,
       ...(encoder === undefined ? {} : { search: { model: encoder } }),
+      ...(nats === undefined ? {} : { nats }),
     })
     yield* Effect.gen(function* () {
       yield* Console.error(`mnemos ${versionLine()}`)
       yield* Console.error(`data directory: ${location.path} (from ${location.source})`)
+      if (shared !== undefined) {
+        // The stores opened in the shared memory (the engine is up): this data directory is a replica now.
+        if (shared.joining) recordMembership(location.path, shared.settings)
+        yield* Console.error(
+          `shared memory "${shared.settings.prefix}" on NATS ${shared.settings.servers.join(", ")} (this daemon: ${shared.settings.daemonId})`,
+        )
+      }
       const reason = stdio
         ? yield* Effect.raceFirst(serveStdio({ tools }).pipe(Effect.as("stdin closed")), shutdownSignal)
         : yield* runDaemon(

@@ -12,7 +12,9 @@
  * ```
  *
  * `privacy.disable` switches built-in secret kinds off; `privacy.patterns` adds kinds of your own
- * (the whole match is redacted as `[REDACTED:<name>]`). The file is decoded strictly — an unknown
+ * (the whole match is redacted as `[REDACTED:<name>]`). `nats` joins a shared memory as the
+ * `serve --nats*` flags do (`{"servers": ["nats://a:4222"], "prefix": "team", "replicas": 3,
+ * "creds": "/path/user.creds"}`; docs/scaling.md); a flag or `MNEMOS_NATS*` variable wins over it. The file is decoded strictly — an unknown
  * key, an unknown kind or a pattern that does not compile is an error naming the file — because a
  * typo that silently dropped a pattern would store the very secrets it was written for.
  */
@@ -56,8 +58,18 @@ const PrivacySection = Schema.Struct({
   ),
 })
 
+const NatsSection = Schema.Struct({
+  servers: Schema.Array(Schema.String),
+  prefix: Schema.optional(Schema.String),
+  replicas: Schema.optional(Schema.Int),
+  creds: Schema.optional(Schema.String),
+})
+
 /** The file's shape. */
-export const DataDirConfigFile = Schema.Struct({ privacy: Schema.optional(PrivacySection) })
+export const DataDirConfigFile = Schema.Struct({
+  privacy: Schema.optional(PrivacySection),
+  nats: Schema.optional(NatsSection),
+})
 export type DataDirConfigFile = typeof DataDirConfigFile.Type
 
 /** The data directory's configuration, resolved. */

@@ -90,8 +90,18 @@ export interface Prepared<Event, Reply, Failure> {
   readonly now: number
 }
 
-/** A batch's queued WAL write: waits until the batch is durable. */
-export type Written = Effect.Effect<Appended>
+/**
+ * A batch's queued WAL write: waits until the batch is durable. It fails only with a shared log's
+ * refusals (`Stale`, `Unavailable`), which the actor handles without a restart; any other failure of
+ * the log is a defect.
+ */
+export type Written = Effect.Effect<Appended, WalError>
+
+/** Keeps a shared log's refusals as failures; any other log failure becomes a defect (a restart). */
+const keepRefusals = <A>(effect: Effect.Effect<A, WalError>): Effect.Effect<A, WalError> =>
+  Effect.catch(effect, (error) =>
+    error.reason === "Stale" || error.reason === "Unavailable" ? Effect.fail(error) : Effect.die(error),
+  )
 
 /** What the kernel reports for health. */
 export interface KernelHealth {
@@ -456,6 +466,10 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
       spaceProbe.unref()
     }
 
+    /** Why a shared log refuses appends now (its servers out of reach), if it does. */
+    const logUnavailable = (incarnation: Incarnation | undefined): string | undefined =>
+      incarnation?.wal.shared?.unavailable()
+
     /**
      * Why the disk is full for this store, if it is, so writes must be refused now: LMDB's commit is
      * being retried (CommitQueue.ts), or a log write failed and the file system has not had room since.
@@ -669,10 +683,10 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
     const queueWrite = (
       incarnation: Incarnation,
       prepared: Prepared<Event, Reply, Failure>,
-    ): Effect.Effect<Written | undefined> =>
+    ): Effect.Effect<Written | undefined, WalError> =>
       prepared.entries.length === 0
         ? Effect.undefined
-        : Effect.map(Effect.orDie(incarnation.wal.queueBatch(prepared.entries)), Effect.orDie)
+        : Effect.map(keepRefusals(incarnation.wal.queueBatch(prepared.entries)), keepRefusals)
 
     /**
      * After a batch's WAL write: its changes become readable and go to LMDB, and its events are
@@ -725,6 +739,7 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
       reopenLog,
       noteFailure,
       diskFull,
+      logUnavailable,
       checkpointDue,
       checkpoint,
       prepare,

@@ -88,6 +88,8 @@ export interface SharedLog {
   readonly position: () => number
   /** Where the log lives, for messages (the servers and the stream). */
   readonly describe: () => string
+  /** Why appends fail at once now (the servers are out of reach), if they do; reads go on. */
+  readonly unavailable: () => string | undefined
 }
 
 /** What recovery found and did. */
@@ -122,6 +124,10 @@ export interface WalStats {
   /** The sequence the next queued batch starts at. */
   readonly nextSeq: number
   readonly salt: number
+  /** A shared log: the position of the last batch applied. */
+  readonly position?: number
+  /** A shared log: batches received and not applied yet. */
+  readonly lag?: number
 }
 
 /** A store's log, as the store kernel sees it. */

@@ -1,0 +1,456 @@
+/**
+ * A store's log as a NATS JetStream stream that every daemon of a shared memory appends to and
+ * applies from (DESIGN.md §9, docs/scaling.md).
+ *
+ * One message per batch: the batch's records encoded as in the file log (WalRecord.ts: checksum,
+ * sequence, store generation, batch flags), so a replica checks every record as recovery does. The
+ * stream is `<prefix>_<store>` on subject `<prefix>.log.<store>`, file storage, N replicas.
+ *
+ * Fencing. A batch is decided on the state through position p (every message of the stream applied)
+ * and published with `Nats-Expected-Last-Sequence: p`; a batch queued behind one still on its way is
+ * published with `Nats-Expected-Last-Msg-Id` of that one. The server refuses either if anything else
+ * came first (`Stale`): the batch is not in the stream and is decided again once caught up. No batch
+ * decided on stale state is ever appended, so every replica's records follow gap-free.
+ *
+ * Retries are exactly-once: a publish without an answer (a node lost, a leader moving) is sent again
+ * with the same `Nats-Msg-Id` within the stream's duplicate window; a server that had stored it
+ * answers with the first one's position. After `publishRetryForMs` without an answer the batch is
+ * failed `Unavailable`: it may or may not be in the stream, and if it is, it is applied when received.
+ *
+ * Order. An ordered consumer receives every message after the checkpoint's position, others' and
+ * this daemon's own. Own batches are applied by the store when acknowledged; a received batch is
+ * handed out (`takeRemote`) only when every batch before it has been applied, and an own batch still
+ * waiting for its acknowledgement holds back everything after it.
+ *
+ * The store generation (salt) comes from the stream's creation time: a checkpoint of an earlier
+ * stream of the same name is refused (`GenerationMismatch`) instead of mixing two histories.
+ */
+import type { JsMsg } from "@nats-io/jetstream"
+import { DeliverPolicy, JetStreamApiError, StorageType } from "@nats-io/jetstream"
+import { crc32c } from "@node-rs/crc32"
+import { Deferred, Effect, Exit, Layer } from "effect"
+import { Nats } from "./Nats.ts"
+import { StoreLogs } from "./StoreLogs.ts"
+import {
+  type Appended,
+  type OpenedWal,
+  type RecoveryReport,
+  type RemoteBatch,
+  type SharedLog,
+  type Wal,
+  WalError,
+  type WalStats,
+} from "./Wal.ts"
+import {
+  batchEndFlag,
+  batchStartFlag,
+  encodeRecordInto,
+  payloadLength,
+  readRecordAt,
+  recordHeaderBytes,
+  type WalRecord,
+} from "./WalRecord.ts"
+
+/** How long one publish waits for the server's answer before it is sent again. */
+export const publishAttemptMs = 2_000
+/** How long a batch's publish is retried (same message id) before it is failed `Unavailable`. */
+export const publishRetryForMs = 15_000
+/** The stream's duplicate window: retries within it are recognised (at least `publishRetryForMs`). */
+export const duplicateWindowMs = 120_000
+/** How long opening waits for the messages after the checkpoint (a catch-up) before it fails. */
+export const catchUpTimeoutMs = 120_000
+/** Bytes of a message kept for NATS's own headers out of the server's payload limit. */
+const headerRoomBytes = 4096
+
+/** The stream of `store` in the memory named `prefix`. */
+export const streamNameOf = (prefix: string, store: string) => `${prefix}_${store}`
+/** The subject its batches are published on. */
+export const subjectOf = (prefix: string, store: string) => `${prefix}.log.${store}`
+
+/** How to open a store's shared log. */
+export interface JetStreamWalOptions {
+  readonly nats: Nats["Service"]
+  readonly store: string
+  /** The last record sequence the checkpoint holds. */
+  readonly replayAfterSeq: number
+  /** The stream position of the last batch the checkpoint holds (0: none). */
+  readonly replayAfterPosition: number
+  /** The store generation the checkpoint records, if any. */
+  readonly salt: number | undefined
+}
+
+/** A message received and decoded: a batch, with who appended it. */
+interface Received extends RemoteBatch {
+  readonly msgId: string | undefined
+}
+
+/** An own batch on its way. */
+interface InFlight {
+  readonly msgId: string
+  readonly lastSeq: number
+}
+
+const apiCode = (error: unknown): number | undefined => (error instanceof JetStreamApiError ? error.code : undefined)
+
+/** A stream's generation: from its name and creation time, never 0. */
+const streamSalt = (name: string, created: string): number => crc32c(Buffer.from(`${name}\u0000${created}`)) >>> 0 || 1
+
+/** Opens (and, the first time, creates) the stream of `options.store`, catching up from the checkpoint. */
+export const openJetStreamWal = (options: JetStreamWalOptions): Effect.Effect<OpenedWal, WalError> =>
+  Effect.tryPromise({
+    try: () => openShared(options),
+    catch: (error) =>
+      error instanceof WalError
+        ? error
+        : new WalError({
+            reason: "Unavailable",
+            message: `${describe(options)}: ${error instanceof Error ? error.message : String(error)}`,
+          }),
+  })
+
+const describe = (options: JetStreamWalOptions) =>
+  `stream ${streamNameOf(options.nats.settings.prefix, options.store)} on NATS ${options.nats.settings.servers.join(", ")}`
+
+const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
+  const { nats, store } = options
+  const name = streamNameOf(nats.settings.prefix, store)
+  const subject = subjectOf(nats.settings.prefix, store)
+  const where = describe(options)
+  const info = await ensureStream(nats, name, subject)
+  const salt = streamSalt(name, info.created)
+  if (options.salt !== undefined && options.salt !== salt && options.replayAfterPosition > 0) {
+    throw new WalError({
+      reason: "GenerationMismatch",
+      message: `${where} was created anew since this data directory last applied it (position ${options.replayAfterPosition}): its local copy belongs to an earlier stream; join the shared memory again (docs/scaling.md)`,
+    })
+  }
+  const firstSeq = info.state.first_seq
+  if (info.state.messages > 0 && firstSeq > options.replayAfterPosition + 1) {
+    throw new WalError({
+      reason: "Corrupt",
+      message: `${where} starts at position ${firstSeq}, but this data directory has applied it only through ${options.replayAfterPosition}: messages are missing (was the stream purged?)`,
+    })
+  }
+
+  let position = options.replayAfterPosition
+  let nextSeq = options.replayAfterSeq + 1
+  /** The record sequence after the last batch received (validates that received batches follow on). */
+  let receivedNextSeq = nextSeq
+  let receivedThrough = position
+  let broken: WalError | undefined
+  const received = new Map<number, Received>()
+  const inFlight: Array<InFlight> = []
+  let counter = 0
+  let appends = 0
+  let wake: () => void = () => undefined
+  const waiters: Array<{ readonly through: number; readonly done: (error?: WalError) => void }> = []
+  const daemonId = nats.settings.daemonId
+  const runId = `${daemonId}.${Date.now().toString(36)}`
+
+  const settleWaiters = () => {
+    for (let index = waiters.length - 1; index >= 0; index--) {
+      const waiter = waiters[index]!
+      if (broken !== undefined) waiter.done(broken)
+      else if (receivedThrough >= waiter.through) waiter.done()
+      else continue
+      waiters.splice(index, 1)
+    }
+  }
+
+  const decode = (message: JsMsg): Received | WalError => {
+    const bytes = Buffer.from(message.data.buffer, message.data.byteOffset, message.data.byteLength)
+    const records: Array<WalRecord> = []
+    let offset = 0
+    let seq = receivedNextSeq
+    const corrupt = (why: string) =>
+      new WalError({ reason: "Corrupt", message: `${where}, position ${message.seq}: ${why}`, position: message.seq })
+    while (offset < bytes.length) {
+      const read = readRecordAt(bytes, offset)
+      if (read._tag !== "Record") return corrupt(read._tag === "Bad" ? read.why : "a partial record")
+      if (read.salt !== salt) return corrupt("a record of another store generation")
+      if (read.record.seq !== seq) return corrupt(`record sequence ${read.record.seq} where ${seq} was expected`)
+      records.push(read.record)
+      offset = read.end
+      seq++
+    }
+    if (records.length === 0) return corrupt("an empty batch")
+    if (!(records[0]!.flags & batchStartFlag) || !(records[records.length - 1]!.flags & batchEndFlag))
+      return corrupt("not a whole batch")
+    const msgId = message.headers?.get("Nats-Msg-Id") || undefined
+    const origin = msgId?.split(".")[0] ?? "unknown"
+    const last = records.length - 1
+    records[last] = { ...records[last]!, position: message.seq, origin }
+    receivedNextSeq = seq
+    return { position: message.seq, records, origin, msgId }
+  }
+
+  const consumer = await nats.jetstream.consumers.get(name, {
+    deliver_policy: DeliverPolicy.StartSequence,
+    opt_start_seq: position + 1,
+  })
+  const messages = await consumer.consume()
+  void (async () => {
+    try {
+      for await (const message of messages) {
+        if (message.seq <= receivedThrough) continue
+        const batch = decode(message)
+        if (batch instanceof WalError) {
+          broken = batch
+          break
+        }
+        // An own batch acknowledged before it came back is applied already.
+        if (batch.position > position) received.set(batch.position, batch)
+        receivedThrough = batch.position
+        settleWaiters()
+        wake()
+      }
+    } catch (error) {
+      broken ??= new WalError({
+        reason: "Unavailable",
+        message: `${where}: the consumer stopped: ${error instanceof Error ? error.message : String(error)}`,
+      })
+    }
+    settleWaiters()
+  })()
+
+  /** Resolves once every message through `through` is received. */
+  const received$ = (through: number, timeoutMs: number): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      if (broken !== undefined) return reject(broken)
+      if (receivedThrough >= through) return resolve()
+      const timer = setTimeout(() => {
+        const index = waiters.findIndex((waiter) => waiter.done === done)
+        if (index >= 0) waiters.splice(index, 1)
+        reject(
+          new WalError({
+            reason: "Unavailable",
+            message: `${where}: position ${through} was not received within ${timeoutMs / 1000} s (received through ${receivedThrough})`,
+          }),
+        )
+      }, timeoutMs)
+      const done = (error?: WalError) => {
+        clearTimeout(timer)
+        if (error !== undefined) reject(error)
+        else resolve()
+      }
+      waiters.push({ through, done })
+    })
+
+  // Catch up: everything the stream held when opened is the replay.
+  const lastAtOpen = info.state.last_seq
+  if (lastAtOpen > position) await received$(lastAtOpen, catchUpTimeoutMs)
+  const replay: Array<WalRecord> = []
+  for (let next = received.get(position + 1); next !== undefined; next = received.get(position + 1)) {
+    received.delete(next.position)
+    replay.push(...next.records)
+    position = next.position
+    nextSeq = next.records[next.records.length - 1]!.seq + 1
+  }
+
+  const takeRemote = (): ReadonlyArray<RemoteBatch> => {
+    const taken: Array<RemoteBatch> = []
+    for (let next = received.get(position + 1); next !== undefined; next = received.get(position + 1)) {
+      // An own batch waiting for its acknowledgement holds back what follows it.
+      if (next.msgId !== undefined && inFlight.some((own) => own.msgId === next!.msgId)) break
+      received.delete(next.position)
+      position = next.position
+      nextSeq = next.records[next.records.length - 1]!.seq + 1
+      taken.push(next)
+    }
+    return taken
+  }
+
+  /** Publishes one batch, retrying with the same message id until answered or out of time. */
+  const publish = async (payload: Buffer, msgId: string, expect: { lastSequence: number } | { lastMsgID: string }) => {
+    const deadline = Date.now() + publishRetryForMs
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await nats.jetstream.publish(subjectOf(nats.settings.prefix, store), payload, {
+          msgID: msgId,
+          expect,
+          timeout: publishAttemptMs,
+        })
+      } catch (error) {
+        const code = apiCode(error)
+        if (code === 10071) {
+          const last = /wrong last sequence: (\d+)/.exec(error instanceof Error ? error.message : "")
+          throw new WalError({
+            reason: "Stale",
+            message: `${where}: another daemon appended first`,
+            ...(last !== null ? { position: Number(last[1]) } : {}),
+          })
+        }
+        if (code === 10070) throw new WalError({ reason: "Stale", message: `${where}: another daemon appended first` })
+        if (code !== undefined || Date.now() >= deadline) {
+          throw new WalError({
+            reason: "Unavailable",
+            message: `${where} did not confirm a write within ${publishRetryForMs / 1000} s (${error instanceof Error ? error.message : String(error)}); it may or may not be stored: a retry of the same request is applied once`,
+          })
+        }
+        await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 100 * 2 ** attempt)))
+      }
+    }
+  }
+
+  const queueBatch: Wal["queueBatch"] = (entries) =>
+    Effect.suspend(() => {
+      if (broken !== undefined) return Effect.fail(broken)
+      const unavailable = nats.unavailable()
+      if (unavailable !== undefined) return Effect.fail(new WalError({ reason: "Unavailable", message: unavailable }))
+      let byteCount = 0
+      for (const entry of entries) byteCount += recordHeaderBytes + payloadLength(entry.payload)
+      if (byteCount > batchBytesMax) {
+        return Effect.fail(
+          new WalError({
+            reason: "RecordTooLarge",
+            message: `a batch of ${byteCount} bytes exceeds the ${batchBytesMax} bytes one NATS message holds`,
+          }),
+        )
+      }
+      const firstSeq = nextSeq
+      const buffer = Buffer.allocUnsafe(byteCount)
+      let end = 0
+      for (let index = 0; index < entries.length; index++) {
+        const entry = entries[index]!
+        const flags = (index === entries.length - 1 ? batchEndFlag : 0) | (index === 0 ? batchStartFlag : 0)
+        end = encodeRecordInto(buffer, end, {
+          seq: firstSeq + index,
+          salt,
+          type: entry.type,
+          flags,
+          payload: entry.payload,
+        })
+      }
+      const lastSeq = firstSeq + entries.length - 1
+      nextSeq = lastSeq + 1
+      const msgId = `${runId}.${store}.${++counter}`
+      const behind = inFlight[inFlight.length - 1]
+      const expect = behind === undefined ? { lastSequence: position } : { lastMsgID: behind.msgId }
+      const own: InFlight = { msgId, lastSeq }
+      inFlight.push(own)
+      appends++
+      const done = Deferred.makeUnsafe<Appended, WalError>()
+      let payloadBytes = 0
+      for (const entry of entries) payloadBytes += payloadLength(entry.payload)
+      publish(buffer.subarray(0, end), msgId, expect).then(
+        (ack) => {
+          inFlight.splice(inFlight.indexOf(own), 1)
+          position = ack.seq
+          received.delete(ack.seq)
+          Deferred.doneUnsafe(done, Exit.succeed({ firstSeq, lastSeq, payloadBytes, position: ack.seq }))
+          wake()
+        },
+        (error: unknown) => {
+          inFlight.splice(inFlight.indexOf(own), 1)
+          // Nothing after the last acknowledged batch is this daemon's any more: sequences restart
+          // from what is applied (received batches, own or not, are applied in order when taken).
+          nextSeq = Math.min(nextSeq, firstSeq)
+          const failure =
+            error instanceof WalError
+              ? error
+              : new WalError({ reason: "Unavailable", message: `${where}: ${String(error)}` })
+          Deferred.doneUnsafe(done, Exit.fail(failure))
+          wake()
+        },
+      )
+      return Effect.succeed(Deferred.await(done))
+    })
+
+  const shared: SharedLog = {
+    takeRemote,
+    onRemote: (callback) => {
+      wake = callback
+    },
+    awaitReceived: (through) =>
+      Effect.tryPromise({
+        try: async () => {
+          const target = through ?? (await nats.manager.streams.info(name)).state.last_seq
+          await received$(target, catchUpTimeoutMs)
+        },
+        catch: (error) =>
+          error instanceof WalError
+            ? error
+            : new WalError({
+                reason: "Unavailable",
+                message: `${where}: ${error instanceof Error ? error.message : String(error)}`,
+              }),
+      }),
+    position: () => position,
+    describe: () => where,
+    unavailable: () => (broken !== undefined ? broken.message : nats.unavailable()),
+  }
+
+  const batchBytesMax = Math.max(64 * 1024, (nats.connection.info?.max_payload ?? 1024 * 1024) - headerRoomBytes)
+  const stats = (): WalStats => ({
+    segments: 0,
+    bytes: 0,
+    appends,
+    fsyncs: 0,
+    nextSeq,
+    salt,
+    position,
+    lag: Math.max(0, receivedThrough - position),
+  })
+  const wal: Wal = {
+    queueBatch,
+    appendBatch: (entries) => Effect.flatten(queueBatch(entries)),
+    // The stream keeps the history; nothing is rotated or released locally.
+    rotate: () => Effect.void,
+    releaseThrough: () => Effect.succeed(0),
+    stats,
+    close: () =>
+      Effect.promise(async () => {
+        await messages.close().catch(() => undefined)
+      }),
+    batchBytesMax,
+    shared,
+  }
+  const report: RecoveryReport = {
+    segments: 0,
+    records: replay.length,
+    firstSeq: options.replayAfterSeq + 1,
+    lastSeq: nextSeq - 1,
+    discardedRecords: 0,
+  }
+  return { wal, replay, report }
+}
+
+/** The stream's info, creating it (file storage, the daemon's replicas) when it does not exist yet. */
+const ensureStream = async (nats: Nats["Service"], name: string, subject: string) => {
+  try {
+    return await nats.manager.streams.info(name)
+  } catch (error) {
+    if (apiCode(error) !== 10059) throw error // anything but "stream not found"
+  }
+  try {
+    return await nats.manager.streams.add({
+      name,
+      subjects: [subject],
+      storage: StorageType.File,
+      num_replicas: nats.replicas,
+      duplicate_window: duplicateWindowMs * 1_000_000,
+    })
+  } catch (error) {
+    if (apiCode(error) === 10058) return await nats.manager.streams.info(name) // another daemon created it
+    throw error
+  }
+}
+
+/** Every store's log in the shared memory the daemon's NATS connection names. */
+export const jetStreamLogs: Layer.Layer<StoreLogs, never, Nats> = Layer.effect(
+  StoreLogs,
+  Effect.gen(function* () {
+    const nats = yield* Nats
+    return StoreLogs.of({
+      shared: true,
+      open: (options) =>
+        openJetStreamWal({
+          nats,
+          store: options.store,
+          replayAfterSeq: options.replayAfterSeq,
+          replayAfterPosition: options.replayAfterPosition ?? 0,
+          salt: options.salt,
+        }),
+    })
+  }),
+)
