@@ -7,9 +7,13 @@
  * Invariants:
  * - Every client request is answered exactly once: answers are forwarded only for ids still
  *   pending, so an answer that arrives twice (a retry raced a late answer) is dropped.
- * - Every request is applied once: the connection carries a stable `client` id, and the daemon
- *   keys each write by (client id, request id) durably (see stores/Idempotency.ts), so resending
+ * - Every request is applied once: the connection carries a stable `client` id (random per shim
+ *   process, so a restarted client is a new client), and the daemon keys each write by (client
+ *   id, request id, the request) durably (tools/RetryKey.ts, stores/Idempotency.ts), so resending
  *   a pending request after a reconnect — even after the daemon crashed — cannot apply it twice.
+ * - A request whose id is still pending is refused at once (-32600): JSON-RPC ids must be unique
+ *   among pending requests, and answers are matched by id, so a second request under the same id
+ *   could never be told apart from the first.
  * - After a reconnect the shim replays the MCP handshake (the client's initialize, under a shim
  *   id whose answer it swallows) before resending, so the new session is initialized as before.
  * - Buffers are bounded (`shimBufferedMessagesMax`); a request beyond the bound is answered with
@@ -76,7 +80,7 @@ export const runShim = async (config: ShimConfig): Promise<void> => {
   let refusal: string | undefined
 
   const toClient = (message: JSONRPCMessage) => void stdio.send(message).catch(() => undefined)
-  const refuse = (id: Id, message: string) => toClient({ jsonrpc: "2.0", id, error: { code: -32000, message } })
+  const refuse = (id: Id, message: string, code = -32000) => toClient({ jsonrpc: "2.0", id, error: { code, message } })
   const sendUp = (message: JSONRPCMessage) => upstream?.send(JSON.stringify(message))
   const sendRequest = (request: JSONRPCMessage & { id: Id }) => {
     sent.add(request.id)
@@ -129,6 +133,12 @@ export const runShim = async (config: ShimConfig): Promise<void> => {
 
   stdio.onmessage = (message) => {
     if (isRequest(message)) {
+      if (pending.has(message.id))
+        return refuse(
+          message.id,
+          `request id ${JSON.stringify(message.id)} is already used by a request still waiting for its answer; ids must be unique among pending requests`,
+          -32600,
+        )
       if (refusal !== undefined && !connected) return refuse(message.id, refusal)
       if (message.method === "initialize") initialize = message
       if (pending.size + queued.length >= shimBufferedMessagesMax) {

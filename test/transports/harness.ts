@@ -438,6 +438,8 @@ export const callTool = async (
 export interface RawShim {
   readonly pid: number
   readonly send: (message: JSONRPCMessage) => void
+  /** Writes `text` to the shim's stdin as is, in one write. */
+  readonly writeRaw: (text: string) => void
   /** Sends a request and resolves with its first answer. */
   readonly request: (method: string, params: Record<string, unknown>, id?: string | number) => Promise<JSONRPCMessage>
   /** Every answer received per request id. */
@@ -498,7 +500,98 @@ export const startRawShim = async (dataDir: string, port: number): Promise<RawSh
     await exited
     clearTimeout(timer)
   }
-  return { pid: child.pid!, send, request, answers, stderr: () => stderr, close }
+  return {
+    pid: child.pid!,
+    send,
+    writeRaw: (text) => void child.stdin!.write(text),
+    request,
+    answers,
+    stderr: () => stderr,
+    close,
+  }
+}
+
+/** A raw JSON-RPC connection to `/ws`: requests with ids the test chooses, every answer kept. */
+export interface RawWs {
+  readonly socket: WebSocket
+  /** Sends a request under `id` and resolves with its first answer. */
+  readonly request: (id: string | number, method: string, params?: Record<string, unknown>) => Promise<RawAnswer>
+  /** Sends text as one frame, whatever it holds. */
+  readonly sendText: (text: string) => void
+  /** Every answer received, in order (id null included). */
+  readonly answers: Array<RawAnswer>
+  readonly close: () => Promise<void>
+}
+
+/** A JSON-RPC answer as received. */
+export interface RawAnswer {
+  readonly id: string | number | null
+  readonly result?: {
+    isError?: boolean
+    structuredContent?: Record<string, unknown>
+    content?: Array<{ text?: string }>
+  }
+  readonly error?: { code: number; message: string }
+}
+
+/**
+ * Opens `/ws` (with `?client=` when given, and the token of the daemon's data directory when
+ * given) and performs the MCP handshake under `initializeId`.
+ */
+export const openRawWs = async (
+  url: string,
+  options: {
+    readonly clientId?: string
+    readonly dataDir?: string
+    readonly initializeId?: string | number
+    /** Offered as the client's MCP roots (`roots/list` is answered with them). */
+    readonly roots?: ReadonlyArray<string>
+  } = {},
+): Promise<RawWs> => {
+  const query = options.clientId !== undefined ? `?client=${options.clientId}` : ""
+  const socket = new WebSocket(`${url.replace(/^http/, "ws")}/ws${query}`, {
+    headers: options.dataDir !== undefined ? authHeaders(options.dataDir) : {},
+  })
+  await new Promise<void>((resolve, reject) => {
+    socket.once("open", () => resolve())
+    socket.once("error", reject)
+  })
+  const answers: Array<RawAnswer> = []
+  const waiters = new Map<string | number, (answer: RawAnswer) => void>()
+  socket.on("message", (data) => {
+    const message = JSON.parse(data.toString()) as RawAnswer & { method?: string }
+    if (message.method === "roots/list" && message.id !== null)
+      socket.send(
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: message.id,
+          result: { roots: (options.roots ?? []).map((uri) => ({ uri })) },
+        }),
+      )
+    if (message.method !== undefined || !("id" in message)) return
+    answers.push(message)
+    if (message.id === null) return
+    waiters.get(message.id)?.(message)
+    waiters.delete(message.id)
+  })
+  const request = (id: string | number, method: string, params: Record<string, unknown> = {}) =>
+    new Promise<RawAnswer>((resolve) => {
+      waiters.set(id, resolve)
+      socket.send(JSON.stringify({ jsonrpc: "2.0", id, method, params }))
+    })
+  await request(options.initializeId ?? 0, "initialize", {
+    protocolVersion: "2025-06-18",
+    capabilities: options.roots !== undefined ? { roots: {} } : {},
+    clientInfo: { name: "raw-ws-test", version: "1.0.0" },
+  })
+  socket.send(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }))
+  const close = () =>
+    new Promise<void>((resolve) => {
+      if (socket.readyState === WebSocket.CLOSED) return resolve()
+      socket.once("close", () => resolve())
+      socket.close()
+    })
+  return { socket, request, sendText: (text) => socket.send(text), answers, close }
 }
 
 /** Closes every client, ends every process started here (and daemons shims started), removes temp dirs. */
