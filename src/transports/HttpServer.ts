@@ -4,14 +4,21 @@
  *
  * Owns the listening socket and the live MCP sessions (each in its own scope, closed when its
  * transport closes or the server stops). It is thin: it checks who may talk (Host and Origin
- * against DNS rebinding; the bearer token when bound beyond loopback), bounds every body and
+ * against DNS rebinding; the data directory's bearer token on every route but `/ping`, on every
+ * address — loopback is no boundary between the users of one machine), bounds every body and
  * frame (but the conversations import, which streams to disk: ConversationTransferApi.ts), and
  * hands MCP messages to sessions and REST calls (and terminal telemetry) to `RestApi`.
  * `/ping` answers before the search indexes are warm. The dashboard (`GET /`, `/api/*` behind its
  * session cookie or the bearer token, the `/events` live feed) is `DashboardServer`'s.
  */
-import { randomBytes, randomUUID, timingSafeEqual } from "node:crypto"
-import { createServer, type IncomingMessage, type Server as NodeHttpServer, type ServerResponse } from "node:http"
+import { randomUUID } from "node:crypto"
+import {
+  createServer,
+  type IncomingMessage,
+  type Server as NodeHttpServer,
+  type ServerResponse,
+  STATUS_CODES,
+} from "node:http"
 import { type AddressInfo, isIP } from "node:net"
 import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
@@ -22,6 +29,7 @@ import { WebSocketServer } from "ws"
 import { buildInfo } from "../cli/BuildInfo.ts"
 import { type SessionOptions, startSession } from "../tools/McpSession.ts"
 import type { SessionServices } from "../tools/Tool.ts"
+import { hasBearerToken, sameSecret } from "./BearerToken.ts"
 import { makeConversationTransferApi } from "./ConversationTransferApi.ts"
 import { makeDashboardServer } from "./DashboardServer.ts"
 import { Drain } from "./DrainingTransport.ts"
@@ -41,18 +49,16 @@ export interface HttpServerConfig {
   readonly host: string
   readonly port: number
   readonly dataDir: string
-  /** Required on every MCP/REST/WS request when set (it is, whenever `host` is not loopback). */
-  readonly token?: string
+  /**
+   * The data directory's bearer token: required on every request but `/ping` (the dashboard's
+   * pages and login excepted; its API takes the session cookie, which this token keys, instead).
+   */
+  readonly token: string
   readonly tools: SessionOptions["tools"]
   /** Resources every session offers beside the knowledge graph. */
   readonly resources?: SessionOptions["resources"]
   /** Serves `POST /terminal/telemetry` and the telemetry counters of `/api/stats` when set. */
   readonly telemetry?: Telemetry["Service"]
-  /**
-   * The data directory's bearer token, accepted on `/api/*` and `/events` beside the dashboard's
-   * session cookie, even on loopback (default: `token`, else a random one for this process).
-   */
-  readonly apiToken?: string
 }
 
 /** A running server. */
@@ -140,7 +146,7 @@ export const startHttpServer = (
     const sse = new Map<string, SSEServerTransport>()
     const drain = new Drain()
     const dashboard = yield* makeDashboardServer({
-      bearerToken: config.apiToken ?? config.token ?? randomBytes(32).toString("base64url"),
+      bearerToken: config.token,
       port: () => port(),
       tools: config.tools,
       readJsonBody,
@@ -196,19 +202,23 @@ export const startHttpServer = (
         return false
       }
     }
-    const authorized = (req: IncomingMessage): boolean => {
-      if (config.token === undefined) return true
-      const header = req.headers.authorization ?? ""
-      const given = Buffer.from(header.startsWith("Bearer ") ? header.slice(7) : "")
-      const expected = Buffer.from(config.token)
-      return given.length === expected.length && timingSafeEqual(given, expected)
-    }
+    /** The bearer header, or (for WebSocket clients that cannot set headers) `?token=` on `/ws`. */
+    const authorized = (req: IncomingMessage, queryToken?: string | null): boolean =>
+      hasBearerToken(req, config.token) ||
+      (queryToken !== undefined && queryToken !== null && sameSecret(queryToken, config.token))
     /** Refuses the request (and says why) unless it may proceed. */
-    const refusal = (req: IncomingMessage, needsToken: boolean): [number, string] | undefined => {
+    const refusal = (
+      req: IncomingMessage,
+      needsToken: boolean,
+      queryToken?: string | null,
+    ): [number, string] | undefined => {
       if (!allowedHost(req)) return [403, "Host header not allowed (DNS rebinding protection)"]
       if (!allowedOrigin(req)) return [403, "Origin not allowed"]
-      if (needsToken && !authorized(req))
-        return [401, "a bearer token is required (see the token file in the data directory)"]
+      if (needsToken && !authorized(req, queryToken))
+        return [
+          401,
+          `a bearer token is required: send "Authorization: Bearer <token>", the token being the content of ${config.dataDir}/token`,
+        ]
       return undefined
     }
     /** Refuses the request (and says why) unless it may proceed. */
@@ -314,7 +324,10 @@ export const startHttpServer = (
     server.on("upgrade", (req, socket, head) => {
       const url = new URL(req.url ?? "/", "http://localhost")
       const refuse = (status: number, message: string) => {
-        socket.end(`HTTP/1.1 ${status} ${message}\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n${message}\n`)
+        const challenge = status === 401 ? "www-authenticate: Bearer\r\n" : ""
+        socket.end(
+          `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "Refused"}\r\ncontent-type: text/plain\r\n${challenge}connection: close\r\n\r\n${message}\n`,
+        )
       }
       if (url.pathname === "/events") {
         const refused = refusal(req, false) ?? (dashboard.mayUseApi(req) ? undefined : ([401, "Unauthorized"] as const))
@@ -322,7 +335,7 @@ export const startHttpServer = (
         return dashboard.upgrade(req, socket, head)
       }
       if (url.pathname !== "/ws") return refuse(404, "Not Found")
-      const refused = refusal(req, url.searchParams.get("token") !== config.token)
+      const refused = refusal(req, true, url.searchParams.get("token"))
       if (refused !== undefined) return refuse(refused[0], refused[1])
       wss.handleUpgrade(req, socket, head, (ws) => {
         const transport = new WebSocketTransport(ws)

@@ -12,6 +12,7 @@ import { ListRootsRequestSchema, ResourceUpdatedNotificationSchema } from "@mode
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
   apiGet,
+  authHeaders,
   callTool,
   cleanup,
   clientTransport,
@@ -211,6 +212,7 @@ describe("every transport answers the same", () => {
     const after = await getJson(`${daemon.url}/mcp`, {
       method: "POST",
       headers: {
+        ...authHeaders(daemon.dataDir),
         "content-type": "application/json",
         accept: "application/json, text/event-stream",
         "mcp-session-id": sessionId!,

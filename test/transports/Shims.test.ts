@@ -6,6 +6,7 @@
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import { afterAll, describe, expect, it } from "vitest"
 import {
+  authHeaders,
   callTool,
   cleanup,
   connectClient,
@@ -102,7 +103,7 @@ describe("mnemos mcp (the stdio shim)", () => {
     // Read through a third, direct connection: the daemon holds all 20.
     const pid = daemonPidOf(dataDir)
     expect(pid).toBeDefined()
-    const direct = await connectClient("ws", `http://127.0.0.1:${port}`)
+    const direct = await connectClient("ws", `http://127.0.0.1:${port}`, { headers: authHeaders(dataDir) })
     const graph = (await callTool(direct, "read_graph", {})).structured as { entities: Array<{ name: string }> }
     expect(graph.entities.map((entity) => entity.name).sort()).toEqual(
       [0, 1].flatMap((shimIndex) => range(10).map((index) => `shim-${shimIndex}-${index}`)).sort(),

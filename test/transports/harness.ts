@@ -4,6 +4,10 @@
  * Streamable HTTP, SSE and WebSocket, the `mnemos mcp` shim driven either by the SDK client or by
  * a raw JSON-RPC line reader (which counts every answer), and /proc readings.
  *
+ * Every endpoint but /ping wants the data directory's bearer token: clients made here for a
+ * daemon this harness started carry it unless the test passes `headers` of its own (`{}` for
+ * none).
+ *
  * Everything started here is tracked by pid — including a daemon a shim started on its own (found
  * through the data directory's `daemon.json`) — and `cleanup()` ends it and removes the
  * temporary directories. Nothing is ever killed by name.
@@ -33,6 +37,8 @@ export const cliArgs = (...args: Array<string>): Array<string> => ["--import", "
 const tempPaths = new Set<string>()
 const children = new Set<ChildProcess>()
 const dataDirs = new Set<string>()
+/** The data directory of each daemon started here, by its URL. */
+const dataDirByUrl = new Map<string, string>()
 const clients = new Set<Client>()
 
 // If this process ends without `cleanup()` (a crash, a script that threw), take its children along.
@@ -268,6 +274,7 @@ const startDaemonOnce = async (options: DaemonOptions): Promise<DaemonProcess> =
   let hasExited = false
   void exited.then(() => (hasExited = true))
   const url = `http://${hostInUrl(host)}:${port}`
+  dataDirByUrl.set(url, dataDir)
   await waitFor(
     `the daemon on ${url}`,
     async () => {
@@ -345,7 +352,8 @@ export const clientTransport = async (
   url: string,
   options: { readonly headers?: Record<string, string>; readonly clientId?: string } = {},
 ): Promise<Transport> => {
-  const headers = options.headers ?? {}
+  const dataDir = dataDirByUrl.get(url)
+  const headers = options.headers ?? (dataDir !== undefined ? authHeaders(dataDir) : {})
   if (kind === "streamable-http")
     return new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers } })
   if (kind === "sse")
@@ -619,6 +627,7 @@ export const cleanup = async (): Promise<void> => {
     )
   }
   dataDirs.clear()
+  dataDirByUrl.clear()
   for (const path of tempPaths) rmSync(path, { recursive: true, force: true })
   tempPaths.clear()
 }
