@@ -3,7 +3,8 @@
  * `POST /messages`) and WebSocket (`/ws`), plus `/ping` and the REST API.
  *
  * Owns the listening socket and the live MCP sessions (each in its own scope, closed when its
- * transport closes or the server stops). It is thin: it checks who may talk (Host and Origin
+ * transport closes, when SessionTable.ts closes it — idle too long, or evicted to admit another
+ * client — or when the server stops). It is thin: it checks who may talk (Host and Origin
  * against DNS rebinding; the data directory's bearer token on every route but `/ping`, on every
  * address — loopback is no boundary between the users of one machine), bounds every body and
  * frame (but the conversations import, which streams to disk: ConversationTransferApi.ts), and
@@ -34,13 +35,21 @@ import { makeConversationTransferApi } from "./ConversationTransferApi.ts"
 import { makeDashboardServer } from "./DashboardServer.ts"
 import { Drain } from "./DrainingTransport.ts"
 import { handleRest } from "./RestApi.ts"
+import {
+  makeSessionTable,
+  type SessionHandle,
+  type SessionKind,
+  sessionIdleMs,
+  sessionSweepMs,
+  sessionsMax,
+} from "./SessionTable.ts"
 import type { Telemetry } from "./Telemetry.ts"
 import { frameBytesHardMax, WebSocketTransport } from "./WebSocketTransport.ts"
 
 /** Largest HTTP request body accepted. */
 export const httpBodyBytesMax = 16 * 1024 * 1024
-/** Most MCP sessions open at once over HTTP, SSE and WebSocket together. */
-export const sessionsMax = 1024
+/** What a client refused for want of a free session is told to wait before trying again (Retry-After). */
+export const sessionRetryAfterSeconds = 5
 /** How long shutdown waits for requests already received to be answered before closing connections. */
 export const shutdownGraceMs = 10_000
 
@@ -141,8 +150,11 @@ export const startHttpServer = (
 ): Effect.Effect<RunningHttpServer, Error, SessionServices | Scope.Scope> =>
   Effect.gen(function* () {
     const context: Context.Context<SessionServices> = yield* Effect.context<SessionServices>()
-    const sessionScopes = new Set<Scope.Closeable>()
-    const streamable = new Map<string, StreamableHTTPServerTransport>()
+    const sessions = makeSessionTable()
+    const streamable = new Map<
+      string,
+      { readonly transport: StreamableHTTPServerTransport; readonly handle: SessionHandle }
+    >()
     const sse = new Map<string, SSEServerTransport>()
     const drain = new Drain()
     const dashboard = yield* makeDashboardServer({
@@ -154,19 +166,22 @@ export const startHttpServer = (
     })
     const conversationTransfers = makeConversationTransferApi({ dataDir: config.dataDir, context, sendJson })
 
-    /** Runs an MCP session on `transport` until it closes. */
-    const host = (transport: Transport, name: string, clientId?: string): Promise<boolean> => {
-      if (sessionScopes.size >= sessionsMax || drain.draining) return Promise.resolve(false)
+    /**
+     * Runs an MCP session on `transport` until it closes (or the table closes it: idle, evicted);
+     * undefined when there is no room or the server is shutting down.
+     */
+    const host = (transport: Transport, kind: SessionKind, clientId?: string): Promise<SessionHandle | undefined> => {
+      if (drain.draining || !sessions.makeRoom()) return Promise.resolve(undefined)
       const scope = Scope.makeUnsafe()
-      sessionScopes.add(scope)
+      const handle = sessions.add(kind, () => Effect.runPromise(Scope.close(scope, Exit.void)))
+      if (handle === undefined) return Promise.resolve(undefined)
       const closeScope = () => {
-        if (!sessionScopes.delete(scope)) return
-        Effect.runFork(Scope.close(scope, Exit.void))
+        if (handle.remove()) Effect.runFork(Scope.close(scope, Exit.void))
       }
       return Effect.runPromiseWith(context)(
         startSession(drain.wrap(transport), {
           tools: config.tools,
-          transport: name,
+          transport: kind,
           ...(clientId !== undefined ? { clientId } : {}),
           ...(config.resources !== undefined ? { resources: config.resources } : {}),
         }).pipe(Scope.provide(scope)),
@@ -177,14 +192,23 @@ export const startHttpServer = (
             previous?.()
             closeScope()
           }
-          return true
+          return handle
         },
         () => {
           closeScope()
-          return false
+          return undefined
         },
       )
     }
+    /** Why a new session cannot be admitted, for the client that asked. */
+    const noRoom = () =>
+      drain.draining
+        ? "the mnemos daemon is shutting down"
+        : `too many sessions: all ${sessionsMax} MCP sessions of this daemon are busy (each has a request in flight or an open stream); try again later`
+    const refuseSession = (res: ServerResponse) =>
+      sendJson(res, 503, { error: noRoom() }, { "retry-after": String(sessionRetryAfterSeconds) })
+    /** An exchange of a session with its client, open until `res` closes. */
+    const exchange = (handle: SessionHandle, res: ServerResponse) => void res.once("close", handle.begin())
 
     const allowedHost = (req: IncomingMessage): boolean => {
       const header = req.headers.host
@@ -232,34 +256,52 @@ export const startHttpServer = (
     const handleMcp = async (req: IncomingMessage, res: ServerResponse) => {
       const sessionId = req.headers["mcp-session-id"]
       const existing = typeof sessionId === "string" ? streamable.get(sessionId) : undefined
-      if (req.method === "POST") {
+      if (existing !== undefined) {
+        exchange(existing.handle, res)
+        if (req.method !== "POST") return existing.transport.handleRequest(req, res)
         const body = await readJsonBody(req, res)
         if (body === undefined) return
-        if (existing !== undefined) return existing.handleRequest(req, res, body.value)
-        if (sessionId === undefined && isInitializeRequest(body.value)) {
-          const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-            sessionIdGenerator: () => randomUUID(),
-            onsessioninitialized: (id) => void streamable.set(id, transport),
-            onsessionclosed: (id) => void streamable.delete(id),
-          })
-          transport.onclose = () => {
-            if (transport.sessionId !== undefined) streamable.delete(transport.sessionId)
-          }
-          if (!(await host(transport, "streamable-http"))) return sendJson(res, 503, { error: "too many sessions" })
-          return transport.handleRequest(req, res, body.value)
-        }
+        return existing.transport.handleRequest(req, res, body.value)
+      }
+      // The MCP spec: a session the server ended answers 404, and the client starts a new one.
+      if (sessionId !== undefined)
+        return sendJson(res, 404, {
+          jsonrpc: "2.0",
+          id: null,
+          error: {
+            code: -32001,
+            message: `Session not found: it ended, was idle for ${sessionIdleMs / 60_000} minutes, or was closed to admit another client; send initialize without Mcp-Session-Id to start a new one`,
+          },
+        })
+      if (req.method !== "POST")
+        return sendJson(res, 400, {
+          jsonrpc: "2.0",
+          id: null,
+          error: { code: -32000, message: "Bad Request: missing Mcp-Session-Id (send initialize first)" },
+        })
+      const body = await readJsonBody(req, res)
+      if (body === undefined) return
+      if (!isInitializeRequest(body.value))
         return sendJson(res, 400, {
           jsonrpc: "2.0",
           id: null,
           error: { code: -32000, message: "Bad Request: no valid session ID (send initialize first)" },
         })
-      }
-      if (existing !== undefined) return existing.handleRequest(req, res)
-      return sendJson(res, 400, {
-        jsonrpc: "2.0",
-        id: null,
-        error: { code: -32000, message: "Bad Request: unknown or missing Mcp-Session-Id" },
+      let handle: SessionHandle | undefined
+      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (id) => {
+          if (handle !== undefined) streamable.set(id, { transport, handle })
+        },
+        onsessionclosed: (id) => void streamable.delete(id),
       })
+      transport.onclose = () => {
+        if (transport.sessionId !== undefined) streamable.delete(transport.sessionId)
+      }
+      handle = await host(transport, "streamable-http")
+      if (handle === undefined) return refuseSession(res)
+      exchange(handle, res)
+      return transport.handleRequest(req, res, body.value)
     }
 
     const handleSse = async (req: IncomingMessage, res: ServerResponse, url: URL) => {
@@ -267,7 +309,9 @@ export const startHttpServer = (
         const transport = new SSEServerTransport("/messages", res)
         sse.set(transport.sessionId, transport)
         transport.onclose = () => void sse.delete(transport.sessionId)
-        if (!(await host(transport, "sse"))) sse.delete(transport.sessionId)
+        if ((await host(transport, "sse")) !== undefined) return
+        sse.delete(transport.sessionId)
+        if (!res.headersSent) refuseSession(res)
         return
       }
       const transport = sse.get(url.searchParams.get("sessionId") ?? "")
@@ -337,12 +381,15 @@ export const startHttpServer = (
       if (url.pathname !== "/ws") return refuse(404, "Not Found")
       const refused = refusal(req, true, url.searchParams.get("token"))
       if (refused !== undefined) return refuse(refused[0], refused[1])
+      // Refused before the upgrade, so a client knows nothing it sends was taken (the upgrade and
+      // `host` run in this same tick: the room made here is still free there).
+      if (drain.draining || !sessions.makeRoom()) return refuse(503, noRoom())
       wss.handleUpgrade(req, socket, head, (ws) => {
         const transport = new WebSocketTransport(ws)
         const clientId = url.searchParams.get("client") ?? undefined
         const validClient = clientId !== undefined && /^[A-Za-z0-9_-]{8,128}$/.test(clientId) ? clientId : undefined
-        void host(transport, "ws", validClient).then((ok) => {
-          if (!ok) ws.close(1013, "too many sessions")
+        void host(transport, "ws", validClient).then((handle) => {
+          if (handle === undefined) ws.close(1013, "too many sessions")
         })
       })
     })
@@ -352,6 +399,8 @@ export const startHttpServer = (
       server.listen(config.port, config.host, () => resume(Effect.void))
     })
     const port = () => (server.address() as AddressInfo).port
+    const sweeper = setInterval(() => sessions.sweep(), sessionSweepMs)
+    sweeper.unref()
 
     /**
      * Answers what was already received (within `shutdownGraceMs`), then closes everything. It
@@ -362,9 +411,9 @@ export const startHttpServer = (
       await drain.drain(shutdownGraceMs)
       dashboard.close()
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()))
+      clearInterval(sweeper)
       for (const client of wss.clients) client.close(1001, "the mnemos daemon is shutting down")
-      await Promise.all([...sessionScopes].map((scope) => Effect.runPromise(Scope.close(scope, Exit.void))))
-      sessionScopes.clear()
+      await sessions.closeAll()
       for (const client of wss.clients) client.terminate()
       server.closeAllConnections()
       await stopped
@@ -372,7 +421,7 @@ export const startHttpServer = (
     yield* Effect.addFinalizer(() => Effect.promise(close))
     return {
       port: port(),
-      sessions: () => sessionScopes.size,
+      sessions: sessions.size,
       dashboardLoginToken: dashboard.mintLoginToken,
       close,
     } satisfies RunningHttpServer

@@ -18,14 +18,17 @@
  *   id whose answer it swallows) before resending, so the new session is initialized as before.
  * - Buffers are bounded (`shimBufferedMessagesMax`); a request beyond the bound is answered with
  *   an error at once instead of growing memory.
- * - While the port is held by the daemon of another data directory (a setting waiting cannot fix),
- *   requests never sent to a daemon are answered with that error at once, instead of waiting
- *   unanswered; a request already sent keeps waiting for the daemon of its data directory, which
- *   may have applied it. The shim keeps looking, in case that port is freed.
+ * - While waiting cannot help — the port is held by the daemon of another data directory, or the
+ *   daemon refuses the connection (401 for a wrong token, 503 when every session is busy) — the
+ *   shim says why on stderr and answers requests never sent to a daemon with that error at once,
+ *   instead of leaving them unanswered; a request already sent keeps waiting for the daemon of
+ *   its data directory, which may have applied it. The shim keeps trying, with backoff, and
+ *   serves again as soon as a connection opens. It never hangs silently.
  */
 import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { mkdirSync, openSync } from "node:fs"
+import type { IncomingMessage } from "node:http"
 import { join, resolve } from "node:path"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
@@ -40,6 +43,24 @@ export const reconnectDelayMsMin = 100
 export const reconnectDelayMsMax = 5000
 /** How long to wait for a daemon this shim started to answer /ping. */
 export const daemonStartTimeoutMs = 20_000
+/** Most characters of a refusal's body repeated on stderr and to the client. */
+const refusalCharsMax = 1024
+/** Close codes of an orderly end (normal, going away, none, abnormal): not worth a line on stderr. */
+const normalCloseCodes = new Set([1000, 1001, 1005, 1006])
+
+/** The body of a refused upgrade (the daemon says why in it), cut to `refusalCharsMax`. */
+const refusalText = (response: IncomingMessage): Promise<string> =>
+  new Promise((resolve) => {
+    let text = ""
+    const done = () => resolve(text.trim().slice(0, refusalCharsMax) || (response.statusMessage ?? ""))
+    response.setEncoding("utf8")
+    response.on("data", (chunk: string) => {
+      if (text.length < refusalCharsMax) text += chunk
+    })
+    response.once("end", done)
+    response.once("error", done)
+    response.once("close", done)
+  })
 
 /** How the shim is set up. */
 export interface ShimConfig {
@@ -86,8 +107,14 @@ export const runShim = async (config: ShimConfig): Promise<void> => {
     sent.add(request.id)
     sendUp(request)
   }
-  /** Answers every pending request no daemon has seen with `why`: nothing applied them. */
-  const refuseUnsent = (why: string) => {
+  /**
+   * Waiting cannot help for now (`why`): says so on stderr (once per reason), answers every
+   * pending request no daemon has seen with it (nothing applied them), and every new request
+   * until a connection opens. A request already sent keeps waiting: its daemon may have applied it.
+   */
+  const refuseAll = (why: string) => {
+    if (why !== refusal) log(`${why} (retrying every few seconds)`)
+    refusal = why
     for (const id of [...pending.keys()]) {
       if (sent.has(id)) continue
       pending.delete(id)
@@ -185,10 +212,9 @@ export const runShim = async (config: ShimConfig): Promise<void> => {
     const wanted = { host: config.host ?? defaultHost, port: config.port ?? defaultPort }
     const occupant = await ping(wanted.host, wanted.port)
     if (occupant !== undefined && occupant.dataDir !== config.dataDir) {
-      const why = `port ${wanted.port} serves another data directory (${occupant.dataDir}); pass --port to use another`
-      if (refusal === undefined) log(why)
-      refusal = `the mnemos daemon for ${config.dataDir} cannot start: ${why}`
-      refuseUnsent(refusal)
+      refuseAll(
+        `the mnemos daemon for ${config.dataDir} cannot start: port ${wanted.port} serves another data directory (${occupant.dataDir}); pass --port to use another`,
+      )
       return undefined
     }
     if (occupant === undefined) startDaemon(wanted.host, wanted.port)
@@ -201,54 +227,84 @@ export const runShim = async (config: ShimConfig): Promise<void> => {
     return undefined
   }
 
-  const connectOnce = async (): Promise<boolean> => {
+  /** How one connection attempt ended. */
+  type Attempt =
+    | { readonly _tag: "Open" }
+    | { readonly _tag: "Unreachable" }
+    | { readonly _tag: "Refused"; readonly why: string }
+
+  const connectOnce = async (): Promise<Attempt> => {
     const target = await locateDaemon()
-    if (target === undefined || closed) return false
+    if (target === undefined || closed) return { _tag: "Unreachable" }
     const token = readToken(config.dataDir)
-    const socket = new WebSocket(
-      `ws://${target.host.includes(":") ? `[${target.host}]` : target.host}:${target.port}/ws?client=${clientId}`,
-      {
-        maxPayload: frameBytesHardMax,
-        headers: {
-          host: `${target.host}:${target.port}`,
-          ...(token !== undefined ? { authorization: `Bearer ${token}` } : {}),
-        },
+    const where = `${target.host.includes(":") ? `[${target.host}]` : target.host}:${target.port}`
+    const socket = new WebSocket(`ws://${where}/ws?client=${clientId}`, {
+      maxPayload: frameBytesHardMax,
+      headers: {
+        host: `${target.host}:${target.port}`,
+        ...(token !== undefined ? { authorization: `Bearer ${token}` } : {}),
       },
-    )
+    })
+    let carried = false
     return new Promise((settle) => {
       socket.once("open", () => {
         upstream = socket
         onOpen()
-        settle(true)
+        settle({ _tag: "Open" })
+      })
+      // The daemon answered the upgrade with an HTTP error (401, 503, ...): say what it said.
+      socket.once("unexpected-response", (_request, response) => {
+        void refusalText(response).then((text) => {
+          settle({
+            _tag: "Refused",
+            why: `the mnemos daemon at ${where} refused the connection: ${response.statusCode} ${text}`,
+          })
+          socket.terminate()
+        })
       })
       socket.on("message", (data) => {
+        carried = true
+        delay = reconnectDelayMsMin
         try {
           fromDaemon(JSON.parse(data.toString()) as JSONRPCMessage)
         } catch {
           log("dropped a frame from the daemon that is not JSON")
         }
       })
-      socket.once("close", () => {
+      socket.once("close", (code, reason) => {
         if (upstream === socket) {
           upstream = undefined
           connected = false
           handshakeId = undefined
-          if (!closed) void reconnect()
+          if (!normalCloseCodes.has(code))
+            log(`the mnemos daemon closed the connection: ${code} ${reason.toString() || "(no reason)"}`)
+          // A connection that carried nothing does not reset the backoff: a daemon that accepts
+          // and closes at once is not hammered.
+          if (!closed) void reconnect(carried ? 0 : delay)
         }
-        settle(false)
+        settle({ _tag: "Unreachable" })
       })
       socket.once("error", () => undefined)
     })
   }
 
+  let delay = reconnectDelayMsMin
   let reconnecting = false
-  const reconnect = async () => {
+  /** Connects again until a connection opens, backing off while the daemon is away or refuses. */
+  const reconnect = async (waitFirstMs = 0) => {
     if (reconnecting) return
     reconnecting = true
-    for (let delay = reconnectDelayMsMin; !closed && !connected; delay = Math.min(reconnectDelayMsMax, delay * 2)) {
-      if (await connectOnce()) break
-      if (!closed) log(`daemon unreachable; retrying in ${delay} ms (${pending.size} request(s) waiting)`)
+    if (waitFirstMs > 0) {
+      await sleep(waitFirstMs)
+      delay = Math.min(reconnectDelayMsMax, delay * 2)
+    }
+    while (!closed && !connected) {
+      const attempt = await connectOnce()
+      if (attempt._tag === "Open") break
+      if (attempt._tag === "Refused") refuseAll(attempt.why)
+      else if (!closed) log(`daemon unreachable; retrying in ${delay} ms (${pending.size} request(s) waiting)`)
       await sleep(delay)
+      delay = Math.min(reconnectDelayMsMax, delay * 2)
     }
     reconnecting = false
   }

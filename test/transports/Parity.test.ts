@@ -201,7 +201,7 @@ describe("every transport answers the same", () => {
     await Promise.all(firstCallers.map((client) => client.close()))
   })
 
-  it("Streamable HTTP: DELETE ends the session; its id is then refused", async () => {
+  it("Streamable HTTP: DELETE ends the session; its id then answers 404 (start a new session)", async () => {
     const transport = (await clientTransport("streamable-http", daemon.url)) as StreamableHTTPClientTransport
     const client = new Client({ name: "parity-delete", version: "1.0.0" })
     await client.connect(transport)
@@ -220,7 +220,7 @@ describe("every transport answers the same", () => {
       },
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }),
     })
-    expect(after.status).toBe(400)
+    expect(after.status).toBe(404)
     await client.close()
   })
 })

@@ -457,9 +457,13 @@ export interface RawShim {
 }
 
 /** Starts `mnemos mcp` and performs the MCP handshake over raw lines. */
-export const startRawShim = async (dataDir: string, port: number): Promise<RawShim> => {
+export const startRawShim = async (
+  dataDir: string,
+  port: number,
+  args: ReadonlyArray<string> = [],
+): Promise<RawShim> => {
   dataDirs.add(dataDir)
-  const child = spawn(process.execPath, cliArgs("mcp", "--data-dir", dataDir, "--port", String(port)), {
+  const child = spawn(process.execPath, cliArgs("mcp", "--data-dir", dataDir, "--port", String(port), ...args), {
     cwd: repoRoot,
     stdio: ["pipe", "pipe", "pipe"],
   })
