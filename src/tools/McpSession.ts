@@ -22,9 +22,11 @@ import {
   CallToolRequestSchema,
   type CallToolResult,
   GetPromptRequestSchema,
+  InitializeRequestSchema,
   ListPromptsRequestSchema,
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
+  PingRequestSchema,
   ReadResourceRequestSchema,
   type Resource,
   RootsListChangedNotificationSchema,
@@ -41,11 +43,28 @@ import { type GraphEvent, graphStore } from "../graph/GraphStore.ts"
 import { defaultProjectName } from "../graph/Model.ts"
 import { filterPrivate } from "../privacy/PrivacyFilter.ts"
 import { promptsFor } from "./Catalogue.ts"
+import { checkingParams, type RequestSchema } from "./ParamsCheck.ts"
 import { retryKey } from "./RetryKey.ts"
 import type { SessionServices, Tool, ToolCaller, ToolError } from "./Tool.ts"
 
 /** The resource holding the caller's whole graph. */
 export const knowledgeGraphUri = "memory://knowledge-graph"
+
+/** The schema of each method a session answers, checked before the SDK parses (ParamsCheck.ts). */
+const paramsSchemas: ReadonlyMap<string, RequestSchema> = new Map(
+  [
+    InitializeRequestSchema,
+    PingRequestSchema,
+    ListToolsRequestSchema,
+    CallToolRequestSchema,
+    ListResourcesRequestSchema,
+    ReadResourceRequestSchema,
+    SubscribeRequestSchema,
+    UnsubscribeRequestSchema,
+    ListPromptsRequestSchema,
+    GetPromptRequestSchema,
+  ].map((schema): [string, RequestSchema] => [schema.shape.method.value, schema]),
+)
 
 /** A resource beyond the knowledge graph, served as JSON; not scoped to the session's project. */
 export interface ResourceProvider {
@@ -326,7 +345,7 @@ export const startSession = (
       }),
     )
 
-    yield* Effect.promise(() => server.connect(transport))
+    yield* Effect.promise(() => server.connect(checkingParams(transport, paramsSchemas)))
     yield* Effect.addFinalizer(() =>
       Effect.promise(() => server.close().catch(() => undefined)).pipe(
         Effect.andThen(Fiber.interruptAll([notifier, ...providerNotifiers])),

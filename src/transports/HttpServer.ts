@@ -7,7 +7,8 @@
  * client — or when the server stops). It is thin: it checks who may talk (Host and Origin
  * against DNS rebinding; the data directory's bearer token on every route but `/ping`, on every
  * address — loopback is no boundary between the users of one machine), bounds every body and
- * frame (but the conversations import, which streams to disk: ConversationTransferApi.ts), and
+ * frame (but the conversations import, which streams to disk: ConversationTransferApi.ts) and the
+ * time its headers and body may take to arrive (HttpBodies.ts), and
  * hands MCP messages to sessions and REST calls (and terminal telemetry) to `RestApi`.
  * `/ping` answers before the search indexes are warm. The dashboard (`GET /`, `/api/*` behind its
  * session cookie or the bearer token, the `/events` live feed) is `DashboardServer`'s.
@@ -34,6 +35,7 @@ import { hasBearerToken, sameSecret } from "./BearerToken.ts"
 import { makeConversationTransferApi } from "./ConversationTransferApi.ts"
 import { makeDashboardServer } from "./DashboardServer.ts"
 import { Drain } from "./DrainingTransport.ts"
+import { guardBodyArrival, readJsonBody, sendJson, serverTimeouts } from "./HttpBodies.ts"
 import { handleRest } from "./RestApi.ts"
 import {
   makeSessionTable,
@@ -46,8 +48,6 @@ import {
 import type { Telemetry } from "./Telemetry.ts"
 import { frameBytesHardMax, WebSocketTransport } from "./WebSocketTransport.ts"
 
-/** Largest HTTP request body accepted. */
-export const httpBodyBytesMax = 16 * 1024 * 1024
 /** What a client refused for want of a free session is told to wait before trying again (Retry-After). */
 export const sessionRetryAfterSeconds = 5
 /** How long shutdown waits for requests already received to be answered before closing connections. */
@@ -93,56 +93,6 @@ const hostnameOf = (hostHeader: string): string => {
   const colon = hostHeader.lastIndexOf(":")
   return colon === -1 ? hostHeader : hostHeader.slice(0, colon)
 }
-
-const sendJson = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
-  const text = JSON.stringify(body)
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...headers })
-  res.end(text)
-}
-
-/** Reads a JSON body up to `bytesMax`; answers 413/400 itself and returns undefined. */
-const readJsonBody = (
-  req: IncomingMessage,
-  res: ServerResponse,
-  bytesMax = httpBodyBytesMax,
-): Promise<{ value: unknown } | undefined> =>
-  new Promise((resolve) => {
-    const declared = Number(req.headers["content-length"] ?? 0)
-    if (declared > bytesMax) {
-      sendJson(res, 413, { error: `request body of ${declared} bytes exceeds the limit of ${bytesMax} bytes` })
-      req.resume()
-      return resolve(undefined)
-    }
-    const chunks: Array<Buffer> = []
-    let size = 0
-    let aborted = false
-    req.on("data", (chunk: Buffer) => {
-      size += chunk.length
-      if (size > bytesMax && !aborted) {
-        aborted = true
-        sendJson(res, 413, { error: `request body exceeds the limit of ${bytesMax} bytes` })
-        resolve(undefined)
-      }
-      if (!aborted) chunks.push(chunk)
-    })
-    req.on("end", () => {
-      if (aborted) return
-      try {
-        resolve({ value: chunks.length === 0 ? undefined : JSON.parse(Buffer.concat(chunks).toString("utf8")) })
-      } catch (error) {
-        sendJson(res, 400, {
-          jsonrpc: "2.0",
-          id: null,
-          error: {
-            code: -32700,
-            message: `body is not JSON: ${error instanceof Error ? error.message : String(error)}`,
-          },
-        })
-        resolve(undefined)
-      }
-    })
-    req.on("error", () => resolve(undefined))
-  })
 
 /** Starts the server; it stops when the scope closes (closing every session). */
 export const startHttpServer = (
@@ -321,7 +271,8 @@ export const startHttpServer = (
       return transport.handlePostMessage(req, res, body.value)
     }
 
-    const server: NodeHttpServer = createServer((req, res) => {
+    const server: NodeHttpServer = createServer(serverTimeouts, (req, res) => {
+      guardBodyArrival(req, res)
       const url = new URL(req.url ?? "/", "http://localhost")
       const route = url.pathname
       const isApi = route.startsWith("/api/")
@@ -362,7 +313,6 @@ export const startHttpServer = (
         ),
       )
     })
-    server.requestTimeout = 0 // SSE and the Streamable HTTP GET stream stay open
 
     const wss = new WebSocketServer({ noServer: true, maxPayload: frameBytesHardMax })
     server.on("upgrade", (req, socket, head) => {

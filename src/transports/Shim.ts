@@ -17,7 +17,8 @@
  * - After a reconnect the shim replays the MCP handshake (the client's initialize, under a shim
  *   id whose answer it swallows) before resending, so the new session is initialized as before.
  * - Buffers are bounded (`shimBufferedMessagesMax`); a request beyond the bound is answered with
- *   an error at once instead of growing memory.
+ *   an error at once instead of growing memory. A line the daemon could not take (not JSON-RPC,
+ *   longer than a WebSocket message may be) is answered here and never sent (StdioLines.ts).
  * - While waiting cannot help — the port is held by the daemon of another data directory, or the
  *   daemon refuses the connection (401 for a wrong token, 503 when every session is busy) — the
  *   shim says why on stderr and answers requests never sent to a daemon with that error at once,
@@ -30,10 +31,10 @@ import { randomBytes } from "node:crypto"
 import { mkdirSync, openSync } from "node:fs"
 import type { IncomingMessage } from "node:http"
 import { join, resolve } from "node:path"
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import WebSocket from "ws"
 import { defaultHost, defaultPort, ping, readDaemonInfo, readToken } from "./Daemon.ts"
+import { StdioLineTransport } from "./StdioLines.ts"
 import { frameBytesHardMax } from "./WebSocketTransport.ts"
 
 /** Most messages held while the daemon is unreachable. */
@@ -85,7 +86,7 @@ const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
 export const runShim = async (config: ShimConfig): Promise<void> => {
   const log = config.log ?? ((line: string) => process.stderr.write(`mnemos mcp: ${line}\n`))
   const clientId = randomBytes(16).toString("base64url")
-  const stdio = new StdioServerTransport()
+  const stdio = new StdioLineTransport()
   const pending = new Map<Id, JSONRPCMessage & { id: Id }>()
   let queued: Array<JSONRPCMessage> = []
   let initialize: (JSONRPCMessage & { id: Id }) | undefined

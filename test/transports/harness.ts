@@ -445,6 +445,8 @@ export const callTool = async (
  */
 export interface RawShim {
   readonly pid: number
+  /** Whether the process is still running. */
+  readonly running: () => boolean
   readonly send: (message: JSONRPCMessage) => void
   /** Writes `text` to the shim's stdin as is, in one write. */
   readonly writeRaw: (text: string) => void
@@ -457,13 +459,16 @@ export interface RawShim {
 }
 
 /** Starts `mnemos mcp` and performs the MCP handshake over raw lines. */
-export const startRawShim = async (
-  dataDir: string,
-  port: number,
-  args: ReadonlyArray<string> = [],
-): Promise<RawShim> => {
+export const startRawShim = (dataDir: string, port: number, args: ReadonlyArray<string> = []): Promise<RawShim> =>
+  startRawLines(dataDir, ["mcp", "--data-dir", dataDir, "--port", String(port), ...args])
+
+/** `mnemos serve --stdio` (embedded mode) driven by raw JSON-RPC lines, like `startRawShim`. */
+export const startRawEmbedded = (dataDir: string): Promise<RawShim> =>
+  startRawLines(dataDir, ["serve", "--stdio", "--data-dir", dataDir])
+
+const startRawLines = async (dataDir: string, args: Array<string>): Promise<RawShim> => {
   dataDirs.add(dataDir)
-  const child = spawn(process.execPath, cliArgs("mcp", "--data-dir", dataDir, "--port", String(port), ...args), {
+  const child = spawn(process.execPath, cliArgs(...args), {
     cwd: repoRoot,
     stdio: ["pipe", "pipe", "pipe"],
   })
@@ -514,6 +519,7 @@ export const startRawShim = async (
   }
   return {
     pid: child.pid!,
+    running: () => child.exitCode === null && child.signalCode === null,
     send,
     writeRaw: (text) => void child.stdin!.write(text),
     request,
