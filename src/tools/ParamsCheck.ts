@@ -5,12 +5,12 @@
  * failure there becomes -32603 (Internal error) carrying the validator's JSON dump — a client's
  * mistake reported as the server's.
  *
- * The wrapper chains, never replaces, handlers set on the inner transport before it (like
- * DrainingTransport.ts), and answers through the inner transport, so the answer is counted as an
- * answer wherever answers are counted.
+ * The wrapper (transports/TransportWrapper.ts) answers through the inner transport, so the answer
+ * is counted as an answer wherever answers are counted (DrainingTransport.ts).
  */
-import type { Transport, TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js"
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { JSONRPCMessage, MessageExtraInfo } from "@modelcontextprotocol/sdk/types.js"
+import { TransportWrapper } from "../transports/TransportWrapper.ts"
 
 /** The JSON-RPC code of a request whose params do not fit its method. */
 export const invalidParamsCode = -32602
@@ -42,58 +42,31 @@ export const describeIssues = (issues: ReadonlyArray<Issue>): string =>
 export const checkingParams = (inner: Transport, schemas: ReadonlyMap<string, RequestSchema>): Transport =>
   new ParamsCheckingTransport(inner, schemas)
 
-class ParamsCheckingTransport implements Transport {
-  onclose?: () => void
-  onerror?: (error: Error) => void
-  onmessage?: <T extends JSONRPCMessage>(message: T, extra?: MessageExtraInfo) => void
-  setProtocolVersion?: (version: string) => void
-
+class ParamsCheckingTransport extends TransportWrapper {
   constructor(
-    private readonly inner: Transport,
-    schemas: ReadonlyMap<string, RequestSchema>,
+    inner: Transport,
+    private readonly schemas: ReadonlyMap<string, RequestSchema>,
   ) {
-    const previousClose = inner.onclose
-    const previousError = inner.onerror
-    inner.onclose = () => {
-      previousClose?.()
-      this.onclose?.()
+    super(inner)
+  }
+
+  protected receive(message: JSONRPCMessage, extra?: MessageExtraInfo): void {
+    const schema = "method" in message && "id" in message ? this.schemas.get(message.method) : undefined
+    const checked = schema?.safeParse(message)
+    if (checked === undefined || checked.success) {
+      this.onmessage?.(message, extra)
+      return
     }
-    inner.onerror = (error) => {
-      previousError?.(error)
-      this.onerror?.(error)
-    }
-    inner.onmessage = (message, extra) => {
-      const schema = "method" in message && "id" in message ? schemas.get(message.method) : undefined
-      const checked = schema?.safeParse(message)
-      if (checked === undefined || checked.success) return this.onmessage?.(message, extra)
-      void inner
-        .send({
-          jsonrpc: "2.0",
-          id: (message as { id: string | number }).id,
-          error: {
-            code: invalidParamsCode,
-            message: `Invalid params for ${(message as { method: string }).method}: ${describeIssues(checked.error.issues)}`,
-          },
-        })
-        .catch((error: unknown) => this.onerror?.(error instanceof Error ? error : new Error(String(error))))
-    }
-    if (inner.setProtocolVersion !== undefined)
-      this.setProtocolVersion = (version) => inner.setProtocolVersion?.(version)
-  }
-
-  get sessionId(): string | undefined {
-    return this.inner.sessionId
-  }
-
-  start(): Promise<void> {
-    return this.inner.start()
-  }
-
-  send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
-    return this.inner.send(message, options)
-  }
-
-  close(): Promise<void> {
-    return this.inner.close()
+    const { id, method } = message as { id: string | number; method: string }
+    void this.inner
+      .send({
+        jsonrpc: "2.0",
+        id,
+        error: {
+          code: invalidParamsCode,
+          message: `Invalid params for ${method}: ${describeIssues(checked.error.issues)}`,
+        },
+      })
+      .catch((error: unknown) => this.onerror?.(error instanceof Error ? error : new Error(String(error))))
   }
 }

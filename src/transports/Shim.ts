@@ -113,7 +113,7 @@ export const runShim = async (config: ShimConfig): Promise<void> => {
    * pending request no daemon has seen with it (nothing applied them), and every new request
    * until a connection opens. A request already sent keeps waiting: its daemon may have applied it.
    */
-  const refuseAll = (why: string) => {
+  const refuseUnsent = (why: string) => {
     if (why !== refusal) log(`${why} (retrying every few seconds)`)
     refusal = why
     for (const id of [...pending.keys()]) {
@@ -213,7 +213,7 @@ export const runShim = async (config: ShimConfig): Promise<void> => {
     const wanted = { host: config.host ?? defaultHost, port: config.port ?? defaultPort }
     const occupant = await ping(wanted.host, wanted.port)
     if (occupant !== undefined && occupant.dataDir !== config.dataDir) {
-      refuseAll(
+      refuseUnsent(
         `the mnemos daemon for ${config.dataDir} cannot start: port ${wanted.port} serves another data directory (${occupant.dataDir}); pass --port to use another`,
       )
       return undefined
@@ -302,7 +302,7 @@ export const runShim = async (config: ShimConfig): Promise<void> => {
     while (!closed && !connected) {
       const attempt = await connectOnce()
       if (attempt._tag === "Open") break
-      if (attempt._tag === "Refused") refuseAll(attempt.why)
+      if (attempt._tag === "Refused") refuseUnsent(attempt.why)
       else if (!closed) log(`daemon unreachable; retrying in ${delay} ms (${pending.size} request(s) waiting)`)
       await sleep(delay)
       delay = Math.min(reconnectDelayMsMax, delay * 2)

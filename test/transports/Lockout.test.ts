@@ -11,27 +11,22 @@
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import WebSocket from "ws"
 import { sessionsMax } from "../../src/transports/SessionTable.ts"
 import {
   authHeaders,
   callTool,
-  cleanup,
   connectClient,
-  type DaemonProcess,
   rawHttp,
+  sharedDaemon,
   startDaemon,
   startRawShim,
   tempDir,
   waitFor,
 } from "./harness.ts"
 
-let daemon: DaemonProcess
-beforeAll(async () => {
-  daemon = await startDaemon()
-})
-afterAll(cleanup)
+const daemon = sharedDaemon()
 
 const initialize = JSON.stringify({
   jsonrpc: "2.0",
@@ -42,14 +37,14 @@ const initialize = JSON.stringify({
 const mcpHeaders = () => ({
   "content-type": "application/json",
   accept: "application/json, text/event-stream",
-  ...authHeaders(daemon.dataDir),
+  ...authHeaders(daemon().dataDir),
 })
 
 /** Opens a Streamable HTTP session and never closes it; its id. */
 const leakSession = async (): Promise<string> => {
   const response = await rawHttp({
     host: "127.0.0.1",
-    port: daemon.port,
+    port: daemon().port,
     method: "POST",
     path: "/mcp",
     headers: mcpHeaders(),
@@ -70,12 +65,12 @@ describe("sessions that are opened and never closed", () => {
     expect(new Set(leaked).size).toBe(sessionsMax)
 
     for (const kind of ["streamable-http", "sse", "ws"] as const) {
-      const client = await connectClient(kind, daemon.url, { name: `after-the-leak-${kind}` })
+      const client = await connectClient(kind, daemon().url, { name: `after-the-leak-${kind}` })
       const result = await callTool(client, "search_nodes", { query: "anything" })
       expect(result.isError, result.text).toBe(false)
       await client.close()
     }
-    const shim = await startRawShim(daemon.dataDir, daemon.port)
+    const shim = await startRawShim(daemon().dataDir, daemon().port)
     const listed = await shim.request("tools/list", {})
     expect("result" in listed, JSON.stringify(listed)).toBe(true)
     await shim.close()
@@ -83,7 +78,7 @@ describe("sessions that are opened and never closed", () => {
     // The least recently used leaked sessions made room; their ids now answer 404.
     const oldest = await rawHttp({
       host: "127.0.0.1",
-      port: daemon.port,
+      port: daemon().port,
       method: "POST",
       path: "/mcp",
       headers: { ...mcpHeaders(), "mcp-session-id": leaked[0]!, "mcp-protocol-version": "2025-06-18" },
@@ -93,7 +88,7 @@ describe("sessions that are opened and never closed", () => {
     expect(oldest.text).toContain("initialize")
     const newest = await rawHttp({
       host: "127.0.0.1",
-      port: daemon.port,
+      port: daemon().port,
       method: "POST",
       path: "/mcp",
       headers: { ...mcpHeaders(), "mcp-session-id": leaked.at(-1)!, "mcp-protocol-version": "2025-06-18" },
@@ -163,7 +158,7 @@ describe("a shim refused by its daemon", () => {
   it("a wrong token: the shim says so on stderr and answers every request with the error, never hangs", async () => {
     const elsewhere = tempDir()
     writeFileSync(join(elsewhere, "token"), "not-the-token", { mode: 0o600 })
-    const shim = await startRawShim(elsewhere, daemon.port, ["--no-start"])
+    const shim = await startRawShim(elsewhere, daemon().port, ["--no-start"])
     expect(errorOf(shim.answers.get("r1")?.[0])).toMatch(/refused.*401/)
     const call = await shim.request("tools/call", { name: "read_graph", arguments: {} })
     expect(errorOf(call)).toMatch(/401/)

@@ -8,26 +8,20 @@
  */
 import { connect, type Socket } from "node:net"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { stdioLineBytesMax } from "../../src/transports/StdioLines.ts"
 import {
   authHeaders,
-  cleanup,
-  type DaemonProcess,
   openRawWs,
   type RawShim,
-  startDaemon,
+  sharedDaemon,
   startRawEmbedded,
   startRawShim,
   tempDir,
   waitFor,
 } from "./harness.ts"
 
-let daemon: DaemonProcess
-beforeAll(async () => {
-  daemon = await startDaemon()
-})
-afterAll(cleanup)
+const daemon = sharedDaemon()
 
 type Answer = JSONRPCMessage & { error?: { code: number; message: string } }
 const answerTo = (lines: RawShim, id: string | number | null, count = 1) =>
@@ -76,7 +70,7 @@ describe("stdio", () => {
   })
 
   it("the mnemos mcp shim does the same", async () => {
-    const shim = await startRawShim(daemon.dataDir, daemon.port)
+    const shim = await startRawShim(daemon().dataDir, daemon().port)
     await checkLines(shim)
     await shim.close()
   })
@@ -84,7 +78,7 @@ describe("stdio", () => {
 
 describe("WebSocket", () => {
   it("a frame that is not JSON is answered -32700; bad params -32602; the connection stays usable", async () => {
-    const ws = await openRawWs(daemon.url, { dataDir: daemon.dataDir })
+    const ws = await openRawWs(daemon().url, { dataDir: daemon().dataDir })
     ws.sendText("{ this is not json")
     const parse = await waitFor("the parse error", () => ws.answers.find((answer) => answer.id === null))
     expect(parse.error?.code).toBe(-32700)
@@ -99,7 +93,7 @@ describe("WebSocket", () => {
 describe("HTTP requests that trickle in", () => {
   /** Opens a raw connection to the daemon and writes `text`; resolves with what came back once it closes. */
   const trickle = (text: string): { socket: Socket; closed: Promise<string> } => {
-    const socket = connect(daemon.port, "127.0.0.1")
+    const socket = connect(daemon().port, "127.0.0.1")
     socket.write(text)
     let received = ""
     socket.on("data", (chunk) => {
@@ -111,12 +105,12 @@ describe("HTTP requests that trickle in", () => {
   }
 
   it("a body that stops (or trickles) is answered 408 and its connection closed; headers that never end are cut too", async () => {
-    const token = authHeaders(daemon.dataDir).authorization!
-    const head = `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${daemon.port}\r\nAuthorization: ${token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n`
+    const token = authHeaders(daemon().dataDir).authorization!
+    const head = `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${daemon().port}\r\nAuthorization: ${token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n`
     const stopped = trickle(`${head}Content-Length: 100000\r\n\r\n{"jsonrpc":"2.0",`)
     const dripping = trickle(`${head}Content-Length: 100000\r\n\r\n`)
     const drip = setInterval(() => dripping.socket.write(" "), 1_000)
-    const headers = trickle(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${daemon.port}\r\n`)
+    const headers = trickle(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${daemon().port}\r\n`)
     try {
       expect(await stopped.closed).toMatch(/^HTTP\/1\.1 408/)
       expect(await dripping.closed).toMatch(/^HTTP\/1\.1 408/)
@@ -124,6 +118,6 @@ describe("HTTP requests that trickle in", () => {
     } finally {
       clearInterval(drip)
     }
-    expect((await fetch(`${daemon.url}/ping`)).status).toBe(200)
+    expect((await fetch(`${daemon().url}/ping`)).status).toBe(200)
   })
 })

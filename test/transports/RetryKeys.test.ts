@@ -5,14 +5,10 @@
  * stored — entities, and tasks across a daemon restart — while an identical resend of a request
  * (the same id, tool and arguments) is still answered with the first reply and applied once.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { cleanup, type DaemonProcess, openRawWs, type RawAnswer, startDaemon, tempDir } from "./harness.ts"
+import { describe, expect, it } from "vitest"
+import { openRawWs, type RawAnswer, sharedDaemon, startDaemon, tempDir } from "./harness.ts"
 
-let daemon: DaemonProcess
-beforeAll(async () => {
-  daemon = await startDaemon()
-})
-afterAll(cleanup)
+const daemon = sharedDaemon()
 
 const call = (name: string, args: Record<string, unknown>) => ({ name, arguments: args })
 const structured = (answer: RawAnswer) => {
@@ -26,14 +22,14 @@ describe("retry keys over WebSocket with a stable ?client= id", () => {
   it("a restarted client reusing request ids has its new entities stored", async () => {
     const clientId = "restarting-agent-1"
     const roots = ["file:///work/restarting"]
-    const first = await openRawWs(daemon.url, { clientId, dataDir: daemon.dataDir, roots })
+    const first = await openRawWs(daemon().url, { clientId, dataDir: daemon().dataDir, roots })
     expect(structured(await first.request(1, "tools/call", call("create_entities", entity("first-run"))))).toEqual(
       entity("first-run"),
     )
     await first.close()
 
     // The agent restarts: same client id, request ids from 1 again, a different write.
-    const second = await openRawWs(daemon.url, { clientId, dataDir: daemon.dataDir, roots })
+    const second = await openRawWs(daemon().url, { clientId, dataDir: daemon().dataDir, roots })
     expect(structured(await second.request(1, "tools/call", call("create_entities", entity("second-run"))))).toEqual(
       entity("second-run"),
     )
@@ -48,10 +44,10 @@ describe("retry keys over WebSocket with a stable ?client= id", () => {
     const clientId = "retrying-agent-1"
     const add = call("add_task", { title: "write the report" })
     const roots = ["file:///work/retrying"]
-    const first = await openRawWs(daemon.url, { clientId, dataDir: daemon.dataDir, roots })
+    const first = await openRawWs(daemon().url, { clientId, dataDir: daemon().dataDir, roots })
     const reply = structured(await first.request(7, "tools/call", add))
     await first.close()
-    const again = await openRawWs(daemon.url, { clientId, dataDir: daemon.dataDir, roots })
+    const again = await openRawWs(daemon().url, { clientId, dataDir: daemon().dataDir, roots })
     // Arguments in another key order are the same request.
     expect(structured(await again.request(7, "tools/call", { arguments: add.arguments, name: add.name }))).toEqual(
       reply,
@@ -86,10 +82,10 @@ describe("retry keys over WebSocket with a stable ?client= id", () => {
   it("the same id and arguments in another project (from the client's roots) is another request", async () => {
     const clientId = "two-projects-agent"
     const add = call("add_task", { title: "shared title" })
-    const alpha = await openRawWs(daemon.url, { clientId, dataDir: daemon.dataDir, roots: ["file:///work/alpha"] })
+    const alpha = await openRawWs(daemon().url, { clientId, dataDir: daemon().dataDir, roots: ["file:///work/alpha"] })
     structured(await alpha.request(1, "tools/call", add))
     await alpha.close()
-    const beta = await openRawWs(daemon.url, { clientId, dataDir: daemon.dataDir, roots: ["file:///work/beta"] })
+    const beta = await openRawWs(daemon().url, { clientId, dataDir: daemon().dataDir, roots: ["file:///work/beta"] })
     structured(await beta.request(1, "tools/call", add))
     const listed = structured(await beta.request(2, "tools/call", call("list_tasks", {}))) as {
       tasks: Array<{ title: string; project: string }>

@@ -25,6 +25,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { CallToolResult, JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
+import { afterAll, beforeAll } from "vitest"
 import WebSocket from "ws"
 import { WebSocketTransport } from "../../src/transports/WebSocketTransport.ts"
 
@@ -306,6 +307,22 @@ const startDaemonOnce = async (options: DaemonOptions): Promise<DaemonProcess> =
     return result
   }
   return { pid: child.pid!, host, port, udpPort, dataDir, url, output: () => output, exited, stop }
+}
+
+/**
+ * One daemon for a whole test file: started before its tests, ended (with everything else the
+ * harness started) after them. The getter gives it to the tests.
+ */
+export const sharedDaemon = (options: DaemonOptions = {}): (() => DaemonProcess) => {
+  let daemon: DaemonProcess | undefined
+  beforeAll(async () => {
+    daemon = await startDaemon(options)
+  })
+  afterAll(cleanup)
+  return () => {
+    if (daemon === undefined) throw new Error("the shared daemon is not started yet (use it inside a test)")
+    return daemon
+  }
 }
 
 /** The pid `daemon.json` of `dataDir` names, if any. */
