@@ -44,7 +44,13 @@ export const keyMismatch = (value: object, expected: Readonly<Record<string, unk
 
 const idempotencyPrefix = idempotencyStateKey("")
 const idempotencyRecordProblem = decodeProblemOf(
-  Schema.Struct({ key: Schema.String, reply: Schema.Unknown, at: Schema.Number }),
+  Schema.Struct({
+    key: Schema.String,
+    reply: Schema.Unknown,
+    at: Schema.Number,
+    failure: Schema.optionalKey(Schema.Unknown),
+    withheld: Schema.optionalKey(Schema.Literal(true)),
+  }),
 )
 
 /** `own`, plus the kernel's keys every store may hold: idempotency records (Idempotency.ts). */
