@@ -9,8 +9,11 @@
 # Agents read the result as the MCP resource memory://terminal/recent (the daemon keeps the last
 # 200 commands in memory only).
 #
-#   MNEMOS_URL     the daemon (default http://127.0.0.1:7437)
-#   MNEMOS_TOKEN   the bearer token, only for a daemon bound beyond loopback
+#   MNEMOS_URL       the daemon (default http://127.0.0.1:7437)
+#   MNEMOS_DATA_DIR  its data directory: each report carries the bearer token in its `token` file,
+#                    which the daemon wants on loopback too (default, as for every mnemos command:
+#                    $XDG_DATA_HOME/mnemos, else ~/.local/share/mnemos)
+#   MNEMOS_TOKEN     the token itself instead (a daemon on another machine)
 #   MNEMOS_TELEMETRY_OFF=1   pause reporting in this shell
 # Needs curl.
 
@@ -25,6 +28,24 @@ __mnemos_json() { # $1 as a JSON string literal
   printf '"%s"' "$s"
 }
 
+__mnemos_token() { # the bearer token: $MNEMOS_TOKEN, else the data directory's token file (read anew each time)
+  if [ -n "$MNEMOS_TOKEN" ]; then
+    printf '%s' "$MNEMOS_TOKEN"
+    return 0
+  fi
+  local dir token=
+  if [ -n "$MNEMOS_DATA_DIR" ]; then
+    dir=$MNEMOS_DATA_DIR
+  elif [ -n "$XDG_DATA_HOME" ] && [ "${XDG_DATA_HOME#/}" != "$XDG_DATA_HOME" ]; then
+    dir=$XDG_DATA_HOME/mnemos # a relative $XDG_DATA_HOME is ignored, as the XDG spec says
+  else
+    dir=$HOME/.local/share/mnemos
+  fi
+  [ -r "$dir/token" ] || return 0
+  IFS= read -r token < "$dir/token" # the file has no final newline: read fails, the variable is set
+  printf '%s' "$token"
+}
+
 __mnemos_post() { # command exit_code cwd [output_tail]
   [ -n "$MNEMOS_TELEMETRY_OFF" ] && return 0
   command -v curl >/dev/null 2>&1 || return 0
@@ -32,8 +53,9 @@ __mnemos_post() { # command exit_code cwd [output_tail]
   body="{\"command\":$(__mnemos_json "$1"),\"exit_code\":$2,\"cwd\":$(__mnemos_json "$3"),\"session\":$(__mnemos_json "${__mnemos_shell}-$$")"
   [ -n "$4" ] && body="$body,\"output_tail\":$(__mnemos_json "$4")"
   body="$body}"
-  local auth=""
-  [ -n "$MNEMOS_TOKEN" ] && auth="authorization: Bearer $MNEMOS_TOKEN"
+  local auth="" token
+  token=$(__mnemos_token)
+  [ -n "$token" ] && auth="authorization: Bearer $token"
   # The header goes through a here-string file descriptor, so the token never shows in `ps`.
   (printf '%s' "$body" | curl -s -o /dev/null --max-time 1 -H 'content-type: application/json' \
     ${auth:+-H @/dev/fd/3} --data-binary @- "${MNEMOS_URL:-http://127.0.0.1:7437}/terminal/telemetry" \

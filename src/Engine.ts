@@ -9,22 +9,37 @@ import { Effect, Layer } from "effect"
 import * as EventBus from "./actors/EventBus.ts"
 import * as Router from "./actors/Router.ts"
 import type { StoreOptions } from "./actors/StoreActor.ts"
+import { conversationState } from "./conversations/ConversationState.ts"
 import { conversationStore } from "./conversations/ConversationStore.ts"
 import * as AuditLedger from "./engineering/AuditLedger.ts"
+import { auditState, auditStore } from "./engineering/AuditStore.ts"
 import { engineeringStores, recordStores } from "./engineering/EngineeringStores.ts"
 import * as RecordExpiry from "./engineering/RecordExpiry.ts"
+import { recordState } from "./engineering/RecordState.ts"
 import * as GraphSearch from "./graph/GraphSearch.ts"
+import { graphState } from "./graph/GraphState.ts"
 import { graphStore } from "./graph/GraphStore.ts"
 import * as Embedder from "./search/Embedder.ts"
 import * as SearchIndexer from "./search/Indexer.ts"
 import { searchSources } from "./search/SearchSources.ts"
 import { lockDataDir } from "./stores/DataDir.ts"
 import type { NatsSettings } from "./stores/Nats.ts"
+import { type StateSchema, withKernelKeys } from "./stores/StateSchema.ts"
 import type { AnyStoreDefinition } from "./stores/StoreDefinition.ts"
 import { layerNode } from "./stores/WalFs.ts"
 
 /** The domain stores every engine runs. */
 export const domainStores: ReadonlyArray<AnyStoreDefinition> = [graphStore, conversationStore, ...engineeringStores]
+
+/** What each domain store's state may hold, by store name (a full archive import checks it). */
+export const domainStates: ReadonlyMap<string, StateSchema> = new Map(
+  [
+    [graphStore.name, graphState] as const,
+    [conversationStore.name, conversationState] as const,
+    ...recordStores.map((store) => [store.name, recordState(store.kinds)] as const),
+    [auditStore.name, auditState] as const,
+  ].map(([name, state]) => [name, withKernelKeys(state)]),
+)
 
 /** How to build an engine. */
 export interface EngineConfig {

@@ -5,7 +5,7 @@
  */
 import { Console, Effect, Layer, Option } from "effect"
 import { progressBar } from "../conversations/ProgressBar.ts"
-import { domainStores } from "../Engine.ts"
+import { domainStates, domainStores } from "../Engine.ts"
 import { type ArchiveReport, exportArchive, importArchive } from "../stores/Archive.ts"
 import { lockDataDir, resolveDataDir } from "../stores/DataDir.ts"
 import { localStores } from "./HealthCommand.ts"
@@ -40,7 +40,7 @@ export const importArchiveFile = (file: string, dataDir: Option.Option<string>) 
     const report = yield* Effect.scoped(
       Effect.gen(function* () {
         yield* lockDataDir(location.path, "mnemos import")
-        return yield* importArchive(file, location.path, domainStores, bar.update)
+        return yield* importArchive(file, location.path, domainStores, domainStates, bar.update)
       }),
     ).pipe(Effect.ensuring(Effect.sync(bar.done)))
     yield* summary("imported", file, report)

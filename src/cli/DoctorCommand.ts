@@ -2,8 +2,8 @@
  * `mnemos doctor`: checks everything a start depends on and, for each problem, prints the command
  * that fixes it.
  *
- * Checks: the data directory (exists, writable, safe path), its permissions (directory 0700, token
- * 0600), config.json, the lock and its owner, the daemon and its ports, the embedding model, free
+ * Checks: the data directory (exists, writable, safe path), its permissions (nothing in it
+ * readable by other users — a start tightens it —, token 0600), config.json, the lock and its owner, the daemon and its ports, the embedding model, free
  * disk space, every store's log, and how far the search index lags the stores. It reads only: the
  * store logs are checked on a read-only view of the disk (stores/WalRepair.ts), and only while no
  * process owns the data directory (a running daemon is asked for its stores' health instead).
@@ -29,6 +29,7 @@ import {
   tornLockAgeMs,
 } from "../stores/DataDir.ts"
 import { dataDirConfigFileName, readDataDirConfig } from "../stores/DataDirConfig.ts"
+import { looseEntries } from "../stores/DataDirPermissions.ts"
 import { checkStoreLog, storeDirs } from "../stores/WalRepair.ts"
 import { defaultHost, ping, readDaemonInfo } from "../transports/Daemon.ts"
 import { fetchDaemonStats, runningDaemon } from "./HealthCommand.ts"
@@ -85,12 +86,13 @@ const checkDirectory = (location: DataDirLocation): ReadonlyArray<Finding> => {
   }
   for (const problem of dataDirSafetyProblems(dir)) findings.push(fail("path safety", problem.message, problem.fix))
   if (process.platform !== "win32") {
-    if ((stats.mode & 0o077) !== 0 && (stats.mode & 0o002) === 0)
+    const loose = looseEntries(dir)
+    if (loose.length > 0 && (stats.mode & 0o002) === 0)
       findings.push(
         warn(
           "permissions",
-          `${dir} is readable by other users (mode ${mode(stats)}); memories are private`,
-          `chmod 700 ${dir}`,
+          `${loose.length} file(s) and folder(s) of ${dir} are readable by other users (such as ${loose[0]!.path}, mode 0${loose[0]!.mode.toString(8)}); memories are private, and the next start of mnemos makes them 0600 / 0700`,
+          `chmod -R go-rwx ${dir}  (or start mnemos)`,
         ),
       )
     const token = join(dir, "token")

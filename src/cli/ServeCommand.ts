@@ -4,8 +4,10 @@
  * As a daemon (the default) it serves MCP over Streamable HTTP, SSE and WebSocket, and the REST
  * API, on `--host`:`--port` (127.0.0.1:7437). If that port already has a mnemos daemon for the
  * same data directory, it says so and exits 0; if anything else holds the port, it exits 1 with
- * a clear message. Binding beyond loopback requires the bearer token (generated into the data
- * directory; the dashboard's API wants it, or a login, everywhere). It prints a one-time login
+ * a clear message. Every request but `/ping` needs the data directory's bearer token (generated
+ * into it, mode 0600), on loopback too: any local user can reach loopback, so only whoever can
+ * read the data directory may talk to its daemon (the dashboard logs in with a cookie it keys).
+ * It prints a one-time login
  * link to the dashboard (`mnemos dashboard` mints more). Editor focus datagrams are read on loopback UDP `--udp-port` (default: the HTTP
  * port + 1); if that port is taken the daemon says so and runs without them. With `--stdio` the
  * engine speaks MCP on stdin/stdout in this process instead (embedded mode, one agent, no
@@ -52,9 +54,7 @@ export const portFlag = Flag.Int("port").pipe(
 )
 /** `--host` of the daemon. */
 export const hostFlag = Flag.String("host").pipe(
-  Flag.withDescription(
-    `Address to listen on (default ${defaultHost}); anything but loopback requires the bearer token`,
-  ),
+  Flag.withDescription(`Address to listen on (default ${defaultHost}); every request but /ping needs the bearer token`),
   Flag.withDefault(defaultHost),
 )
 
@@ -156,9 +156,8 @@ const runDaemon = (
   tools: ReadonlyArray<(typeof catalogue)[number]> = catalogue,
 ) =>
   Effect.gen(function* () {
-    // The data directory's token guards the dashboard's API everywhere, and everything beyond loopback.
-    const apiToken = ensureToken(dataDir)
-    const token = isLoopback(host) ? undefined : apiToken
+    // The data directory's token guards every route but /ping, on every address.
+    const token = ensureToken(dataDir)
     const telemetry = yield* makeTelemetry
     const server = yield* startHttpServer({
       host,
@@ -167,8 +166,7 @@ const runDaemon = (
       tools,
       resources: telemetryResources(telemetry),
       telemetry,
-      apiToken,
-      ...(token !== undefined ? { token } : {}),
+      token,
     }).pipe(
       Effect.provide(layerFromTelemetry(telemetry)),
       Effect.catch((error) =>
@@ -199,7 +197,7 @@ const runDaemon = (
       `  MCP (HTTP):       ${base}/mcp   (SSE: ${base}/sse, WebSocket: ${base.replace("http", "ws")}/ws)`,
     )
     yield* Console.log(`  editor focus:     ${udp}   (terminal: POST ${base}/terminal/telemetry)`)
-    if (token !== undefined) yield* Console.log(`  bearer token:     in ${dataDir}/token (required on every request)`)
+    yield* Console.log(`  bearer token:     in ${dataDir}/token (required on every request but /ping)`)
     yield* Console.log(`MCP client configuration (stdio, through the daemon):\n${clientConfig(dataDir)}`)
     return yield* shutdownSignal
   })

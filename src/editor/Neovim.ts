@@ -4,6 +4,9 @@
  * Which instance: the `--nvim` address the daemon was started with, else the `$NVIM` of the
  * daemon's environment (set inside Neovim's `:terminal`), else the instance of the most recent
  * focus datagram that carries a `server` (its `v:servername`), so the last focused editor wins.
+ * Any local user can send a focus datagram, so an address from one is used only when it is a
+ * Unix socket owned by the daemon's own user (Neovim's default `--listen` socket is): a forged
+ * datagram cannot point the tools at someone else's socket or at a TCP port.
  *
  * Each call opens its own connection and closes it afterwards: the instance may change with
  * every focus, it may have quit, and nothing is left half-open. Connecting, each request and the
@@ -12,6 +15,7 @@
  * reset connection ends the call with an error instead of an unhandled rejection in the client.
  * The client gets a silent logger: its default one patches `console`.
  */
+import { lstatSync } from "node:fs"
 import { createConnection, type Socket } from "node:net"
 import { PassThrough } from "node:stream"
 import { Context, Effect, Schema, type Scope } from "effect"
@@ -70,6 +74,25 @@ export interface NeovimServer {
   readonly source: NeovimAddressSource
 }
 
+/**
+ * Why a focus datagram's address is not used, or undefined when it may be: it must be a Unix
+ * socket this process's user owns (a missing one is left to the connection to report).
+ */
+export const focusAddressProblem = (address: string, uid = process.getuid?.()): string | undefined => {
+  if (process.platform === "win32" || uid === undefined) return undefined
+  const advice = "focus datagrams can come from any local user; give it with --nvim or $NVIM to use it"
+  if (tcpAddressOf(address) !== undefined) return `the focused Neovim's address ${address} is a TCP port: ${advice}`
+  let owner: number
+  try {
+    owner = lstatSync(address).uid
+  } catch {
+    return undefined
+  }
+  return owner === uid
+    ? undefined
+    : `the focused Neovim's socket ${address} belongs to another user (uid ${owner}): ${advice}`
+}
+
 /** Finds the instance to talk to: `--nvim`, else `$NVIM`, else the last focused one. */
 export const resolveServer: Effect.Effect<NeovimServer, NeovimError> = Effect.gen(function* () {
   const settings = yield* NeovimConfig
@@ -77,7 +100,11 @@ export const resolveServer: Effect.Effect<NeovimServer, NeovimError> = Effect.ge
   if (settings.environmentAddress !== undefined)
     return { address: settings.environmentAddress, source: "environment" } as const
   const focus = yield* lastNeovimFocus
-  if (focus?.server !== undefined) return { address: focus.server, source: "focus" } as const
+  if (focus?.server !== undefined) {
+    const problem = focusAddressProblem(focus.server)
+    if (problem !== undefined) return yield* new NeovimError({ reason: "NoInstance", message: problem })
+    return { address: focus.server, source: "focus" } as const
+  }
   return yield* new NeovimError({
     reason: "NoInstance",
     message:

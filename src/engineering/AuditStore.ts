@@ -22,6 +22,7 @@
  */
 import { Result, Schema } from "effect"
 import type { KeyRange, StoreView, StoreWriter } from "../stores/Checkpoint.ts"
+import { decodeProblemOf, type StateSchema, unknownKey } from "../stores/StateSchema.ts"
 import type { StoreDefinition } from "../stores/StoreDefinition.ts"
 
 /** Most entries one append command carries. */
@@ -150,4 +151,31 @@ export const auditStore: StoreDefinition<AuditCommand, AuditEvent, AuditReply, n
   eventSchema: AuditEvent,
   decide,
   apply,
+}
+
+const auditEntryProblem = decodeProblemOf(AuditEntry)
+const seqProblem = decodeProblemOf(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)))
+
+/** What the audit store's state holds under each key (the layout above), as an archive import checks it. */
+export const auditState: StateSchema = {
+  problem: (key, value) => {
+    const parts = key.split(sep)
+    switch (`${parts[0]}/${parts.length}`) {
+      case "e/2":
+        return (
+          auditEntryProblem(value) ??
+          (entryKey((value as AuditEntry).seq) === key ? undefined : "its seq does not match its key")
+        )
+      case "p/3":
+        return (
+          seqProblem(value) ??
+          (projectEntryKey(parts[1]!, value as number) === key ? undefined : "the seq does not match its key")
+        )
+      case "s/3":
+      case "c/2":
+      case "n/1":
+        return seqProblem(value)
+    }
+    return unknownKey
+  },
 }

@@ -1,8 +1,9 @@
 /**
  * The privacy filter: what every string goes through before any store sees it.
  *
- * `<private>…</private>` spans are dropped (nested spans included; an unclosed `<private>` drops
- * the rest of the string), then secrets are replaced by `[REDACTED:<kind>]` (SecretPatterns.ts
+ * `<private>…</private>` spans are dropped (tags in any case, with attributes too —
+ * `<private reason="...">`; nested spans included; an unclosed `<private>` drops the rest of the
+ * string), then secrets are replaced by `[REDACTED:<kind>]` (SecretPatterns.ts
  * plus the patterns of the data directory's config.json). `filterPrivate` applies this to every
  * string of a JSON-like value — tool arguments before they are decoded (McpSession.ts), imported
  * records (`filteredStore`: the imports of the CLI and of the daemon) — and to object keys too, so a
@@ -102,21 +103,29 @@ export const resetPrivacyStats = (): void => {
   redactedByKind.clear()
 }
 
-const openTag = /<private>/gi
-const anyTag = /<\/?private>/gi
+/**
+ * The start of a `<private>` tag, opening or closing: `<private` or `</private` followed by
+ * whitespace or `>`, so `<private reason="...">` is one and `<privateer>` is not. The tag runs to
+ * the next `>` (attribute values are not parsed: any `>` ends it, and what follows is inside the
+ * span anyway); a tag with no `>` after it runs to the end of the text, so a cut-off opening tag
+ * hides the rest instead of leaking it.
+ */
+const tagStart = /<(\/?)private(?=[\s>])/gi
+const openTagStart = /<private(?=[\s>])/i
 
 /** Drops `<private>` spans; returns the text and how many outermost spans were dropped. */
 export const dropPrivateSpans = (text: string): { readonly text: string; readonly spans: number } => {
-  openTag.lastIndex = 0
-  if (!openTag.test(text)) return { text, spans: 0 }
-  anyTag.lastIndex = 0
+  if (!openTagStart.test(text)) return { text, spans: 0 }
+  tagStart.lastIndex = 0
   let out = ""
   let depth = 0
   let from = 0
   let spans = 0
-  for (let match = anyTag.exec(text); match !== null; match = anyTag.exec(text)) {
-    const closing = match[0][1] === "/"
-    if (!closing) {
+  for (let match = tagStart.exec(text); match !== null; match = tagStart.exec(text)) {
+    const close = text.indexOf(">", tagStart.lastIndex)
+    const end = close === -1 ? text.length : close + 1
+    tagStart.lastIndex = end // each tag is scanned once: linear in the text
+    if (match[1] !== "/") {
       if (depth === 0) {
         out += text.slice(from, match.index)
         spans++
@@ -124,7 +133,7 @@ export const dropPrivateSpans = (text: string): { readonly text: string; readonl
       depth++
     } else if (depth > 0) {
       depth--
-      if (depth === 0) from = match.index + match[0].length
+      if (depth === 0) from = end
     }
   }
   if (depth === 0) out += text.slice(from)

@@ -9,11 +9,15 @@
  * Export reads each store through its actor (so a log not yet checkpointed is included) in one
  * read transaction per store, streaming to a temporary file that is fsync'd and renamed into
  * place. Import is all or nothing: pass 1 checks the whole file (header, every line's shape, known
- * stores, no repeated key, the counts and the checksum of the trailer) and that every store of
- * the target is empty; pass 2 writes each store's checkpoint into a staging directory beside
- * `stores/` (applied sequence 0, a fresh generation, no log) and only then swaps it in with a
- * rename. Every key and string value passes the privacy filter on the way in. The caller holds
- * the data directory's lock for the whole run.
+ * stores, no repeated key, the counts and the checksum of the trailer) and every entry against its
+ * store's state schema (StateSchema.ts: a key the store has, a value of the type its reads expect),
+ * and that every store of the target is empty; pass 2 writes each store's checkpoint into a
+ * staging directory beside `stores/` (applied sequence 0, a fresh generation, no log) and only
+ * then swaps it in with a rename. Every key and string value passes the privacy filter on the way
+ * in (and is checked as filtered); what is written is the value as the archive has it, so an
+ * archive restores byte for byte. The checksum detects damage, not tampering: anyone can
+ * recompute it, which is why the values are checked. The caller holds the data directory's lock
+ * for the whole run.
  */
 import { createHash, randomBytes } from "node:crypto"
 import * as fs from "node:fs"
@@ -23,6 +27,7 @@ import { Router } from "../actors/Router.ts"
 import { type JsonlLine, readJsonlLines } from "../conversations/JsonlLines.ts"
 import { filterPrivate, filterText } from "../privacy/PrivacyFilter.ts"
 import { openCheckpoint } from "./Checkpoint.ts"
+import type { StateSchema } from "./StateSchema.ts"
 import type { AnyStoreDefinition } from "./StoreDefinition.ts"
 import { checkStoreLog, readCheckpointSeq, storeDirs } from "./WalRepair.ts"
 
@@ -166,7 +171,7 @@ const lineFailure = (path: string, line: number, why: string) =>
 /** Pass 1: checks the whole file; returns the entry count per store. */
 const validateArchive = (
   path: string,
-  known: ReadonlySet<string>,
+  states: ReadonlyMap<string, StateSchema>,
   onProgress: ArchiveProgress,
 ): Result.Result<Record<string, number>, ArchiveError> => {
   const hash = createHash("sha256")
@@ -194,7 +199,7 @@ const validateArchive = (
         const decoded = decodeHeader(line.text)
         if (Result.isFailure(decoded))
           return Result.fail(lineFailure(path, line.line, `not a mnemos archive header: ${decoded.failure.message}`))
-        const unknown = decoded.success.stores.filter((store) => !known.has(store))
+        const unknown = decoded.success.stores.filter((store) => !states.has(store))
         if (unknown.length > 0)
           return Result.fail(lineFailure(path, line.line, `stores this mnemos does not have: ${unknown.join(", ")}`))
         header = true
@@ -210,8 +215,14 @@ const validateArchive = (
       }
       const decoded = decodeEntry(line.text)
       if (Result.isFailure(decoded)) return Result.fail(lineFailure(path, line.line, decoded.failure.message))
-      const { s: store, k: key } = decoded.success
-      if (!known.has(store)) return Result.fail(lineFailure(path, line.line, `unknown store "${store}"`))
+      const { s: store, v: value } = decoded.success
+      const state = states.get(store)
+      if (state === undefined) return Result.fail(lineFailure(path, line.line, `unknown store "${store}"`))
+      // Checked as it will be written: through the privacy filter.
+      const key = filterText(decoded.success.k)
+      const problem = state.problem(key, filterPrivate(value))
+      if (problem !== undefined)
+        return Result.fail(lineFailure(path, line.line, `store "${store}", key ${JSON.stringify(key)}: ${problem}`))
       if (store !== lastStore) {
         if (finished.has(store)) return Result.fail(lineFailure(path, line.line, `store "${store}" appears twice`))
         if (lastStore !== undefined) finished.add(lastStore)
@@ -305,17 +316,21 @@ const restoreStore = (path: string, store: string, lmdbDir: string, total: numbe
     (checkpoint) => Effect.promise(() => checkpoint.close().catch(() => undefined)),
   )
 
-/** Restores `path` into the (empty) data directory `dataDir`; the caller holds its lock. */
+/** Restores `path` into the (empty) data directory `dataDir`, each store's entries checked with `states`; the caller holds its lock. */
 export const importArchive = (
   path: string,
   dataDir: string,
   stores: ReadonlyArray<AnyStoreDefinition>,
+  states: ReadonlyMap<string, StateSchema>,
   onProgress: ArchiveProgress = () => undefined,
 ): Effect.Effect<ArchiveReport, ArchiveError> =>
   Effect.gen(function* () {
-    const counts = yield* Effect.fromResult(
-      validateArchive(path, new Set(stores.map((store) => store.name)), onProgress),
-    )
+    const missing = stores.filter((store) => !states.has(store.name)).map((store) => store.name)
+    if (missing.length > 0)
+      return yield* new ArchiveError({
+        message: `no state schema for store(s) ${missing.join(", ")}: their entries cannot be checked (nothing was imported)`,
+      })
+    const counts = yield* Effect.fromResult(validateArchive(path, states, onProgress))
     const storesDir = join(dataDir, "stores")
     // Every store directory there, known or not: the whole stores/ directory is replaced.
     const present = new Set([...stores.map((store) => store.name), ...storeDirs(dataDir).map((entry) => entry.store)])

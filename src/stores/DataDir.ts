@@ -25,14 +25,20 @@
  * global `--force` flag). Whoever controls such a path can swap the stores under mnemos. Once the
  * lock is held, the directory's config.json is read and its privacy settings are put in force for
  * this process (the owner is the only writer, so it is the one whose filter matters).
+ *
+ * The owner keeps the directory private (DataDirPermissions.ts): before anything is created the
+ * process's umask becomes 0o077 (every file it creates from then on is 0600, every folder 0700),
+ * and once the lock is held whatever of the directory other users could read is tightened, with
+ * a line on stderr saying so.
  */
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import { homedir, hostname } from "node:os"
 import { dirname, isAbsolute, join, parse, resolve, sep } from "node:path"
-import { Context, Effect, Result, Schema, type Scope } from "effect"
+import { Console, Context, Effect, Result, Schema, type Scope } from "effect"
 import { configurePrivacy } from "../privacy/PrivacyFilter.ts"
 import { readDataDirConfig } from "./DataDirConfig.ts"
+import { describeTightened, privateUmask, tightenDataDir } from "./DataDirPermissions.ts"
 
 /** Where the data directory came from, for `mnemos config` and error messages. */
 export type DataDirSource = "flag" | "environment" | "xdg" | "default"
@@ -436,6 +442,7 @@ const acquireChecked = (dir: string, command: string, allowUnsafe: boolean): Loc
     const problems = dataDirSafetyProblems(dir)
     if (problems.length > 0) throw refuseUnsafe(dir, problems)
   }
+  privateUmask()
   const owner = acquire(dir, command)
   const config = readDataDirConfig(dir)
   if (Result.isFailure(config)) {
@@ -448,7 +455,8 @@ const acquireChecked = (dir: string, command: string, allowUnsafe: boolean): Loc
 
 /**
  * Takes the data directory's lock for the life of the scope, after the safety checks (skipped
- * when `AllowUnsafeDataDir` is set), and puts its config.json in force.
+ * when `AllowUnsafeDataDir` is set), puts its config.json in force, and makes the directory
+ * private (saying so on stderr when it was not).
  */
 export const lockDataDir = (dir: string, command: string): Effect.Effect<LockOwner, DataDirError, Scope.Scope> =>
   Effect.flatMap(AllowUnsafeDataDir, (allowUnsafe) =>
@@ -465,5 +473,12 @@ export const lockDataDir = (dir: string, command: string): Effect.Effect<LockOwn
               }),
       }),
       (owner) => Effect.sync(() => release(dir, owner)),
+    ).pipe(
+      Effect.tap(() =>
+        Effect.suspend(() => {
+          const changed = tightenDataDir(dir)
+          return changed.length === 0 ? Effect.void : Console.error(`mnemos: ${describeTightened(dir, changed)}`)
+        }),
+      ),
     ),
   )

@@ -11,7 +11,8 @@
  * resources (the daemon's terminal and editor telemetry) come from `ResourceProvider`s: listed,
  * read as JSON, and announced to subscribed clients when their provider signals a change.
  * Prompts (`prompts/list`, `prompts/get`) are offered when a toolset of the session's tools has
- * one (see `promptsFor`).
+ * one (see `promptsFor`). With a stable client id, each call carries a retry key bound to the
+ * request itself (RetryKey.ts), so a retry applies once and a reused request id does not.
  */
 import { basename } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -21,9 +22,11 @@ import {
   CallToolRequestSchema,
   type CallToolResult,
   GetPromptRequestSchema,
+  InitializeRequestSchema,
   ListPromptsRequestSchema,
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
+  PingRequestSchema,
   ReadResourceRequestSchema,
   type Resource,
   RootsListChangedNotificationSchema,
@@ -40,10 +43,28 @@ import { type GraphEvent, graphStore } from "../graph/GraphStore.ts"
 import { defaultProjectName } from "../graph/Model.ts"
 import { filterPrivate } from "../privacy/PrivacyFilter.ts"
 import { promptsFor } from "./Catalogue.ts"
+import { checkingParams, type RequestSchema } from "./ParamsCheck.ts"
+import { retryKey } from "./RetryKey.ts"
 import type { SessionServices, Tool, ToolCaller, ToolError } from "./Tool.ts"
 
 /** The resource holding the caller's whole graph. */
 export const knowledgeGraphUri = "memory://knowledge-graph"
+
+/** The schema of each method a session answers, checked before the SDK parses (ParamsCheck.ts). */
+const paramsSchemas: ReadonlyMap<string, RequestSchema> = new Map(
+  [
+    InitializeRequestSchema,
+    PingRequestSchema,
+    ListToolsRequestSchema,
+    CallToolRequestSchema,
+    ListResourcesRequestSchema,
+    ReadResourceRequestSchema,
+    SubscribeRequestSchema,
+    UnsubscribeRequestSchema,
+    ListPromptsRequestSchema,
+    GetPromptRequestSchema,
+  ].map((schema): [string, RequestSchema] => [schema.shape.method.value, schema]),
+)
 
 /** A resource beyond the knowledge graph, served as JSON; not scoped to the session's project. */
 export interface ResourceProvider {
@@ -60,7 +81,7 @@ export interface SessionOptions {
   readonly transport: string
   /**
    * A stable identity of the client across reconnects (the shim's `?client=` id). With it, every
-   * write is keyed by (client, request id), so a retried request is applied once.
+   * write is keyed by (client, request id, the request), so a retried request is applied once.
    */
   readonly clientId?: string
   /** Resources offered beside the knowledge graph. */
@@ -168,14 +189,16 @@ export const startSession = (
       )
     }
 
-    const caller = async (requestId: string | number): Promise<ToolCaller> => {
+    /** Who calls; with a stable client id, the request's retry key (RetryKey.ts) too. */
+    const caller = async (requestId: string | number, method: string, params: unknown): Promise<ToolCaller> => {
       const client = server.getClientVersion()
+      const scope = await project(requestId)
       return {
-        project: await project(requestId),
+        project: scope,
         ...(rootDir !== undefined ? { rootDir } : {}),
         client: `${client?.name ?? "unknown"}/${client?.version ?? "?"} via ${options.transport}`,
         ...(options.clientId !== undefined
-          ? { idempotencyKey: `${options.clientId}:${JSON.stringify(requestId)}` }
+          ? { idempotencyKey: retryKey(options.clientId, { requestId, project: scope, method, params }) }
           : {}),
       }
     }
@@ -188,7 +211,8 @@ export const startSession = (
       const tool = toolsByName.get(request.params.name)
       if (tool === undefined) return isError(`MCP error -32602: Tool ${request.params.name} not found`)
       // The privacy filter runs before decoding, so no store ever sees a secret (privacy/PrivacyFilter.ts).
-      const decoded = Schema.decodeUnknownResult(tool.args)(filterPrivate(request.params.arguments ?? {}))
+      const filtered = filterPrivate(request.params.arguments ?? {})
+      const decoded = Schema.decodeUnknownResult(tool.args)(filtered)
       if (Result.isFailure(decoded)) {
         const message = `MCP error -32602: Input validation error: Invalid arguments for tool ${tool.definition.name}: ${decoded.failure.message}`
         return isError(
@@ -197,7 +221,12 @@ export const startSession = (
             : message,
         )
       }
-      const exit = await run(tool.run(decoded.success, await caller(extra.requestId)))
+      const exit = await run(
+        tool.run(
+          decoded.success,
+          await caller(extra.requestId, request.method, { name: tool.definition.name, arguments: filtered }),
+        ),
+      )
       if (Exit.isSuccess(exit)) {
         const { structured, text } = exit.value
         return {
@@ -226,7 +255,13 @@ export const startSession = (
       server.setRequestHandler(GetPromptRequestSchema, async (request, extra) => {
         const prompt = promptsByName.get(request.params.name)
         if (prompt === undefined) throw new Error(`Prompt ${request.params.name} not found`)
-        const exit = await run(prompt.get(request.params.arguments ?? {}, await caller(extra.requestId)))
+        const args = request.params.arguments ?? {}
+        const exit = await run(
+          prompt.get(
+            args,
+            await caller(extra.requestId, request.method, { name: request.params.name, arguments: args }),
+          ),
+        )
         if (Exit.isSuccess(exit)) return exit.value
         const failure = exit.cause.reasons.find((reason) => reason._tag === "Fail")
         throw new Error(failure?._tag === "Fail" ? failure.error.message : "internal error: the prompt failed")
@@ -310,7 +345,7 @@ export const startSession = (
       }),
     )
 
-    yield* Effect.promise(() => server.connect(transport))
+    yield* Effect.promise(() => server.connect(checkingParams(transport, paramsSchemas)))
     yield* Effect.addFinalizer(() =>
       Effect.promise(() => server.close().catch(() => undefined)).pipe(
         Effect.andThen(Fiber.interruptAll([notifier, ...providerNotifiers])),

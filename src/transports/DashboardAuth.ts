@@ -13,8 +13,9 @@
  * port: browsers do not separate cookies by port, and two daemons on one machine must neither
  * overwrite nor accept each other's sessions.
  */
-import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
+import { createHmac, randomBytes } from "node:crypto"
 import type { IncomingMessage } from "node:http"
+import { hasBearerToken, sameSecret } from "./BearerToken.ts"
 
 /** How long a login token stays usable. */
 export const loginTokenTtlMs = 60 * 60 * 1000
@@ -37,12 +38,6 @@ export interface DashboardAuth {
   readonly hasSession: (req: IncomingMessage) => boolean
   /** True when the request carries the data directory's bearer token. */
   readonly hasBearer: (req: IncomingMessage) => boolean
-}
-
-const equalSecrets = (given: string, expected: string): boolean => {
-  const a = Buffer.from(given)
-  const b = Buffer.from(expected)
-  return a.length === b.length && timingSafeEqual(a, b)
 }
 
 /** The value of cookie `name` in a Cookie header. */
@@ -93,11 +88,8 @@ export const makeDashboardAuth = (bearerToken: string, port: () => number, now =
       const parts = value.split(".")
       if (parts.length !== 4 || parts[0] !== "v1") return false
       const payload = parts.slice(0, 3).join(".")
-      return equalSecrets(parts[3]!, mac(payload)) && Number(parts[1]) > now()
+      return sameSecret(parts[3]!, mac(payload)) && Number(parts[1]) > now()
     },
-    hasBearer: (req) => {
-      const header = req.headers.authorization ?? ""
-      return header.startsWith("Bearer ") && equalSecrets(header.slice(7), bearerToken)
-    },
+    hasBearer: (req) => hasBearerToken(req, bearerToken),
   }
 }

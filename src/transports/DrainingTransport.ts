@@ -7,11 +7,11 @@
  * client cancels it: then it is no longer waited for); one received after is not dispatched and
  * not answered — the connection closes under it, which a
  * client sees as "connection closed" (the `mnemos mcp` shim resends it to the next daemon, which
- * applies it once). The wrapper chains, never replaces, handlers set on the inner transport
- * before it (the HTTP server's session bookkeeping).
+ * applies it once). The wrapper is a TransportWrapper.ts: it keeps the inner transport's handlers.
  */
 import type { Transport, TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { JSONRPCMessage, MessageExtraInfo } from "@modelcontextprotocol/sdk/types.js"
+import { TransportWrapper } from "./TransportWrapper.ts"
 
 type Id = string | number
 
@@ -84,58 +84,34 @@ const cancelledRequestId = (message: JSONRPCMessage): Id | undefined => {
   return typeof requestId === "string" || typeof requestId === "number" ? requestId : undefined
 }
 
-class DrainingTransport implements Transport {
-  onclose?: () => void
-  onerror?: (error: Error) => void
-  onmessage?: <T extends JSONRPCMessage>(message: T, extra?: MessageExtraInfo) => void
-  setProtocolVersion?: (version: string) => void
-
+class DrainingTransport extends TransportWrapper {
   constructor(
-    private readonly inner: Transport,
+    inner: Transport,
     private readonly drain: Drain,
   ) {
-    const previousClose = inner.onclose
-    const previousError = inner.onerror
-    inner.onclose = () => {
-      previousClose?.()
-      drain.closed(this)
-      this.onclose?.()
-    }
-    inner.onerror = (error) => {
-      previousError?.(error)
-      this.onerror?.(error)
-    }
-    inner.onmessage = (message, extra) => {
-      if (isRequest(message)) {
-        if (drain.draining) return
-        drain.received(this, message.id)
-      }
-      // A cancelled request is never answered (the SDK drops its result): stop waiting for it.
-      const cancelled = cancelledRequestId(message)
-      if (cancelled !== undefined) drain.answered(this, cancelled)
-      this.onmessage?.(message, extra)
-    }
-    if (inner.setProtocolVersion !== undefined)
-      this.setProtocolVersion = (version) => inner.setProtocolVersion?.(version)
+    super(inner)
   }
 
-  get sessionId(): string | undefined {
-    return this.inner.sessionId
+  protected receive(message: JSONRPCMessage, extra?: MessageExtraInfo): void {
+    if (isRequest(message)) {
+      if (this.drain.draining) return
+      this.drain.received(this, message.id)
+    }
+    // A cancelled request is never answered (the SDK drops its result): stop waiting for it.
+    const cancelled = cancelledRequestId(message)
+    if (cancelled !== undefined) this.drain.answered(this, cancelled)
+    this.onmessage?.(message, extra)
   }
 
-  start(): Promise<void> {
-    return this.inner.start()
+  protected override closed(): void {
+    this.drain.closed(this)
   }
 
-  async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
+  override async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
     try {
       await this.inner.send(message, options)
     } finally {
       if (isResponse(message)) this.drain.answered(this, message.id)
     }
-  }
-
-  close(): Promise<void> {
-    return this.inner.close()
   }
 }

@@ -3,15 +3,24 @@
  * `POST /messages`) and WebSocket (`/ws`), plus `/ping` and the REST API.
  *
  * Owns the listening socket and the live MCP sessions (each in its own scope, closed when its
- * transport closes or the server stops). It is thin: it checks who may talk (Host and Origin
- * against DNS rebinding; the bearer token when bound beyond loopback), bounds every body and
- * frame (but the conversations import, which streams to disk: ConversationTransferApi.ts), and
+ * transport closes, when SessionTable.ts closes it — idle too long, or evicted to admit another
+ * client — or when the server stops). It is thin: it checks who may talk (Host and Origin
+ * against DNS rebinding; the data directory's bearer token on every route but `/ping`, on every
+ * address — loopback is no boundary between the users of one machine), bounds every body and
+ * frame (but the conversations import, which streams to disk: ConversationTransferApi.ts) and the
+ * time its headers and body may take to arrive (HttpBodies.ts), and
  * hands MCP messages to sessions and REST calls (and terminal telemetry) to `RestApi`.
  * `/ping` answers before the search indexes are warm. The dashboard (`GET /`, `/api/*` behind its
  * session cookie or the bearer token, the `/events` live feed) is `DashboardServer`'s.
  */
-import { randomBytes, randomUUID, timingSafeEqual } from "node:crypto"
-import { createServer, type IncomingMessage, type Server as NodeHttpServer, type ServerResponse } from "node:http"
+import { randomUUID } from "node:crypto"
+import {
+  createServer,
+  type IncomingMessage,
+  type Server as NodeHttpServer,
+  type ServerResponse,
+  STATUS_CODES,
+} from "node:http"
 import { type AddressInfo, isIP } from "node:net"
 import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
@@ -22,17 +31,25 @@ import { WebSocketServer } from "ws"
 import { buildInfo } from "../cli/BuildInfo.ts"
 import { type SessionOptions, startSession } from "../tools/McpSession.ts"
 import type { SessionServices } from "../tools/Tool.ts"
+import { hasBearerToken, sameSecret } from "./BearerToken.ts"
 import { makeConversationTransferApi } from "./ConversationTransferApi.ts"
 import { makeDashboardServer } from "./DashboardServer.ts"
 import { Drain } from "./DrainingTransport.ts"
+import { guardBodyArrival, readJsonBody, sendJson, serverTimeouts } from "./HttpBodies.ts"
 import { handleRest } from "./RestApi.ts"
+import {
+  makeSessionTable,
+  type SessionHandle,
+  type SessionKind,
+  sessionIdleMs,
+  sessionSweepMs,
+  sessionsMax,
+} from "./SessionTable.ts"
 import type { Telemetry } from "./Telemetry.ts"
 import { frameBytesHardMax, WebSocketTransport } from "./WebSocketTransport.ts"
 
-/** Largest HTTP request body accepted. */
-export const httpBodyBytesMax = 16 * 1024 * 1024
-/** Most MCP sessions open at once over HTTP, SSE and WebSocket together. */
-export const sessionsMax = 1024
+/** What a client refused for want of a free session is told to wait before trying again (Retry-After). */
+export const sessionRetryAfterSeconds = 5
 /** How long shutdown waits for requests already received to be answered before closing connections. */
 export const shutdownGraceMs = 10_000
 
@@ -41,18 +58,16 @@ export interface HttpServerConfig {
   readonly host: string
   readonly port: number
   readonly dataDir: string
-  /** Required on every MCP/REST/WS request when set (it is, whenever `host` is not loopback). */
-  readonly token?: string
+  /**
+   * The data directory's bearer token: required on every request but `/ping` (the dashboard's
+   * pages and login excepted; its API takes the session cookie, which this token keys, instead).
+   */
+  readonly token: string
   readonly tools: SessionOptions["tools"]
   /** Resources every session offers beside the knowledge graph. */
   readonly resources?: SessionOptions["resources"]
   /** Serves `POST /terminal/telemetry` and the telemetry counters of `/api/stats` when set. */
   readonly telemetry?: Telemetry["Service"]
-  /**
-   * The data directory's bearer token, accepted on `/api/*` and `/events` beside the dashboard's
-   * session cookie, even on loopback (default: `token`, else a random one for this process).
-   */
-  readonly apiToken?: string
 }
 
 /** A running server. */
@@ -79,68 +94,21 @@ const hostnameOf = (hostHeader: string): string => {
   return colon === -1 ? hostHeader : hostHeader.slice(0, colon)
 }
 
-const sendJson = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
-  const text = JSON.stringify(body)
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...headers })
-  res.end(text)
-}
-
-/** Reads a JSON body up to `bytesMax`; answers 413/400 itself and returns undefined. */
-const readJsonBody = (
-  req: IncomingMessage,
-  res: ServerResponse,
-  bytesMax = httpBodyBytesMax,
-): Promise<{ value: unknown } | undefined> =>
-  new Promise((resolve) => {
-    const declared = Number(req.headers["content-length"] ?? 0)
-    if (declared > bytesMax) {
-      sendJson(res, 413, { error: `request body of ${declared} bytes exceeds the limit of ${bytesMax} bytes` })
-      req.resume()
-      return resolve(undefined)
-    }
-    const chunks: Array<Buffer> = []
-    let size = 0
-    let aborted = false
-    req.on("data", (chunk: Buffer) => {
-      size += chunk.length
-      if (size > bytesMax && !aborted) {
-        aborted = true
-        sendJson(res, 413, { error: `request body exceeds the limit of ${bytesMax} bytes` })
-        resolve(undefined)
-      }
-      if (!aborted) chunks.push(chunk)
-    })
-    req.on("end", () => {
-      if (aborted) return
-      try {
-        resolve({ value: chunks.length === 0 ? undefined : JSON.parse(Buffer.concat(chunks).toString("utf8")) })
-      } catch (error) {
-        sendJson(res, 400, {
-          jsonrpc: "2.0",
-          id: null,
-          error: {
-            code: -32700,
-            message: `body is not JSON: ${error instanceof Error ? error.message : String(error)}`,
-          },
-        })
-        resolve(undefined)
-      }
-    })
-    req.on("error", () => resolve(undefined))
-  })
-
 /** Starts the server; it stops when the scope closes (closing every session). */
 export const startHttpServer = (
   config: HttpServerConfig,
 ): Effect.Effect<RunningHttpServer, Error, SessionServices | Scope.Scope> =>
   Effect.gen(function* () {
     const context: Context.Context<SessionServices> = yield* Effect.context<SessionServices>()
-    const sessionScopes = new Set<Scope.Closeable>()
-    const streamable = new Map<string, StreamableHTTPServerTransport>()
+    const sessions = makeSessionTable()
+    const streamable = new Map<
+      string,
+      { readonly transport: StreamableHTTPServerTransport; readonly handle: SessionHandle }
+    >()
     const sse = new Map<string, SSEServerTransport>()
     const drain = new Drain()
     const dashboard = yield* makeDashboardServer({
-      bearerToken: config.apiToken ?? config.token ?? randomBytes(32).toString("base64url"),
+      bearerToken: config.token,
       port: () => port(),
       tools: config.tools,
       readJsonBody,
@@ -148,19 +116,22 @@ export const startHttpServer = (
     })
     const conversationTransfers = makeConversationTransferApi({ dataDir: config.dataDir, context, sendJson })
 
-    /** Runs an MCP session on `transport` until it closes. */
-    const host = (transport: Transport, name: string, clientId?: string): Promise<boolean> => {
-      if (sessionScopes.size >= sessionsMax || drain.draining) return Promise.resolve(false)
+    /**
+     * Runs an MCP session on `transport` until it closes (or the table closes it: idle, evicted);
+     * undefined when there is no room or the server is shutting down.
+     */
+    const host = (transport: Transport, kind: SessionKind, clientId?: string): Promise<SessionHandle | undefined> => {
+      if (drain.draining || !sessions.makeRoom()) return Promise.resolve(undefined)
       const scope = Scope.makeUnsafe()
-      sessionScopes.add(scope)
+      const handle = sessions.add(kind, () => Effect.runPromise(Scope.close(scope, Exit.void)))
+      if (handle === undefined) return Promise.resolve(undefined)
       const closeScope = () => {
-        if (!sessionScopes.delete(scope)) return
-        Effect.runFork(Scope.close(scope, Exit.void))
+        if (handle.remove()) Effect.runFork(Scope.close(scope, Exit.void))
       }
       return Effect.runPromiseWith(context)(
         startSession(drain.wrap(transport), {
           tools: config.tools,
-          transport: name,
+          transport: kind,
           ...(clientId !== undefined ? { clientId } : {}),
           ...(config.resources !== undefined ? { resources: config.resources } : {}),
         }).pipe(Scope.provide(scope)),
@@ -171,14 +142,23 @@ export const startHttpServer = (
             previous?.()
             closeScope()
           }
-          return true
+          return handle
         },
         () => {
           closeScope()
-          return false
+          return undefined
         },
       )
     }
+    /** Why a new session cannot be admitted, for the client that asked. */
+    const noRoom = () =>
+      drain.draining
+        ? "the mnemos daemon is shutting down"
+        : `too many sessions: all ${sessionsMax} MCP sessions of this daemon are busy (each has a request in flight or an open stream); try again later`
+    const refuseSession = (res: ServerResponse) =>
+      sendJson(res, 503, { error: noRoom() }, { "retry-after": String(sessionRetryAfterSeconds) })
+    /** An exchange of a session with its client, open until `res` closes. */
+    const exchange = (handle: SessionHandle, res: ServerResponse) => void res.once("close", handle.begin())
 
     const allowedHost = (req: IncomingMessage): boolean => {
       const header = req.headers.host
@@ -196,19 +176,23 @@ export const startHttpServer = (
         return false
       }
     }
-    const authorized = (req: IncomingMessage): boolean => {
-      if (config.token === undefined) return true
-      const header = req.headers.authorization ?? ""
-      const given = Buffer.from(header.startsWith("Bearer ") ? header.slice(7) : "")
-      const expected = Buffer.from(config.token)
-      return given.length === expected.length && timingSafeEqual(given, expected)
-    }
+    /** The bearer header, or (for WebSocket clients that cannot set headers) `?token=` on `/ws`. */
+    const authorized = (req: IncomingMessage, queryToken?: string | null): boolean =>
+      hasBearerToken(req, config.token) ||
+      (queryToken !== undefined && queryToken !== null && sameSecret(queryToken, config.token))
     /** Refuses the request (and says why) unless it may proceed. */
-    const refusal = (req: IncomingMessage, needsToken: boolean): [number, string] | undefined => {
+    const refusal = (
+      req: IncomingMessage,
+      needsToken: boolean,
+      queryToken?: string | null,
+    ): [number, string] | undefined => {
       if (!allowedHost(req)) return [403, "Host header not allowed (DNS rebinding protection)"]
       if (!allowedOrigin(req)) return [403, "Origin not allowed"]
-      if (needsToken && !authorized(req))
-        return [401, "a bearer token is required (see the token file in the data directory)"]
+      if (needsToken && !authorized(req, queryToken))
+        return [
+          401,
+          `a bearer token is required: send "Authorization: Bearer <token>", the token being the content of ${config.dataDir}/token`,
+        ]
       return undefined
     }
     /** Refuses the request (and says why) unless it may proceed. */
@@ -222,34 +206,52 @@ export const startHttpServer = (
     const handleMcp = async (req: IncomingMessage, res: ServerResponse) => {
       const sessionId = req.headers["mcp-session-id"]
       const existing = typeof sessionId === "string" ? streamable.get(sessionId) : undefined
-      if (req.method === "POST") {
+      if (existing !== undefined) {
+        exchange(existing.handle, res)
+        if (req.method !== "POST") return existing.transport.handleRequest(req, res)
         const body = await readJsonBody(req, res)
         if (body === undefined) return
-        if (existing !== undefined) return existing.handleRequest(req, res, body.value)
-        if (sessionId === undefined && isInitializeRequest(body.value)) {
-          const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-            sessionIdGenerator: () => randomUUID(),
-            onsessioninitialized: (id) => void streamable.set(id, transport),
-            onsessionclosed: (id) => void streamable.delete(id),
-          })
-          transport.onclose = () => {
-            if (transport.sessionId !== undefined) streamable.delete(transport.sessionId)
-          }
-          if (!(await host(transport, "streamable-http"))) return sendJson(res, 503, { error: "too many sessions" })
-          return transport.handleRequest(req, res, body.value)
-        }
+        return existing.transport.handleRequest(req, res, body.value)
+      }
+      // The MCP spec: a session the server ended answers 404, and the client starts a new one.
+      if (sessionId !== undefined)
+        return sendJson(res, 404, {
+          jsonrpc: "2.0",
+          id: null,
+          error: {
+            code: -32001,
+            message: `Session not found: it ended, was idle for ${sessionIdleMs / 60_000} minutes, or was closed to admit another client; send initialize without Mcp-Session-Id to start a new one`,
+          },
+        })
+      if (req.method !== "POST")
+        return sendJson(res, 400, {
+          jsonrpc: "2.0",
+          id: null,
+          error: { code: -32000, message: "Bad Request: missing Mcp-Session-Id (send initialize first)" },
+        })
+      const body = await readJsonBody(req, res)
+      if (body === undefined) return
+      if (!isInitializeRequest(body.value))
         return sendJson(res, 400, {
           jsonrpc: "2.0",
           id: null,
           error: { code: -32000, message: "Bad Request: no valid session ID (send initialize first)" },
         })
-      }
-      if (existing !== undefined) return existing.handleRequest(req, res)
-      return sendJson(res, 400, {
-        jsonrpc: "2.0",
-        id: null,
-        error: { code: -32000, message: "Bad Request: unknown or missing Mcp-Session-Id" },
+      let handle: SessionHandle | undefined
+      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (id) => {
+          if (handle !== undefined) streamable.set(id, { transport, handle })
+        },
+        onsessionclosed: (id) => void streamable.delete(id),
       })
+      transport.onclose = () => {
+        if (transport.sessionId !== undefined) streamable.delete(transport.sessionId)
+      }
+      handle = await host(transport, "streamable-http")
+      if (handle === undefined) return refuseSession(res)
+      exchange(handle, res)
+      return transport.handleRequest(req, res, body.value)
     }
 
     const handleSse = async (req: IncomingMessage, res: ServerResponse, url: URL) => {
@@ -257,7 +259,9 @@ export const startHttpServer = (
         const transport = new SSEServerTransport("/messages", res)
         sse.set(transport.sessionId, transport)
         transport.onclose = () => void sse.delete(transport.sessionId)
-        if (!(await host(transport, "sse"))) sse.delete(transport.sessionId)
+        if ((await host(transport, "sse")) !== undefined) return
+        sse.delete(transport.sessionId)
+        if (!res.headersSent) refuseSession(res)
         return
       }
       const transport = sse.get(url.searchParams.get("sessionId") ?? "")
@@ -267,7 +271,8 @@ export const startHttpServer = (
       return transport.handlePostMessage(req, res, body.value)
     }
 
-    const server: NodeHttpServer = createServer((req, res) => {
+    const server: NodeHttpServer = createServer(serverTimeouts, (req, res) => {
+      guardBodyArrival(req, res)
       const url = new URL(req.url ?? "/", "http://localhost")
       const route = url.pathname
       const isApi = route.startsWith("/api/")
@@ -308,13 +313,15 @@ export const startHttpServer = (
         ),
       )
     })
-    server.requestTimeout = 0 // SSE and the Streamable HTTP GET stream stay open
 
     const wss = new WebSocketServer({ noServer: true, maxPayload: frameBytesHardMax })
     server.on("upgrade", (req, socket, head) => {
       const url = new URL(req.url ?? "/", "http://localhost")
       const refuse = (status: number, message: string) => {
-        socket.end(`HTTP/1.1 ${status} ${message}\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n${message}\n`)
+        const challenge = status === 401 ? "www-authenticate: Bearer\r\n" : ""
+        socket.end(
+          `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "Refused"}\r\ncontent-type: text/plain\r\n${challenge}connection: close\r\n\r\n${message}\n`,
+        )
       }
       if (url.pathname === "/events") {
         const refused = refusal(req, false) ?? (dashboard.mayUseApi(req) ? undefined : ([401, "Unauthorized"] as const))
@@ -322,14 +329,17 @@ export const startHttpServer = (
         return dashboard.upgrade(req, socket, head)
       }
       if (url.pathname !== "/ws") return refuse(404, "Not Found")
-      const refused = refusal(req, url.searchParams.get("token") !== config.token)
+      const refused = refusal(req, true, url.searchParams.get("token"))
       if (refused !== undefined) return refuse(refused[0], refused[1])
+      // Refused before the upgrade, so a client knows nothing it sends was taken (the upgrade and
+      // `host` run in this same tick: the room made here is still free there).
+      if (drain.draining || !sessions.makeRoom()) return refuse(503, noRoom())
       wss.handleUpgrade(req, socket, head, (ws) => {
         const transport = new WebSocketTransport(ws)
         const clientId = url.searchParams.get("client") ?? undefined
         const validClient = clientId !== undefined && /^[A-Za-z0-9_-]{8,128}$/.test(clientId) ? clientId : undefined
-        void host(transport, "ws", validClient).then((ok) => {
-          if (!ok) ws.close(1013, "too many sessions")
+        void host(transport, "ws", validClient).then((handle) => {
+          if (handle === undefined) ws.close(1013, "too many sessions")
         })
       })
     })
@@ -339,6 +349,8 @@ export const startHttpServer = (
       server.listen(config.port, config.host, () => resume(Effect.void))
     })
     const port = () => (server.address() as AddressInfo).port
+    const sweeper = setInterval(() => sessions.sweep(), sessionSweepMs)
+    sweeper.unref()
 
     /**
      * Answers what was already received (within `shutdownGraceMs`), then closes everything. It
@@ -349,9 +361,9 @@ export const startHttpServer = (
       await drain.drain(shutdownGraceMs)
       dashboard.close()
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()))
+      clearInterval(sweeper)
       for (const client of wss.clients) client.close(1001, "the mnemos daemon is shutting down")
-      await Promise.all([...sessionScopes].map((scope) => Effect.runPromise(Scope.close(scope, Exit.void))))
-      sessionScopes.clear()
+      await sessions.closeAll()
       for (const client of wss.clients) client.terminate()
       server.closeAllConnections()
       await stopped
@@ -359,7 +371,7 @@ export const startHttpServer = (
     yield* Effect.addFinalizer(() => Effect.promise(close))
     return {
       port: port(),
-      sessions: () => sessionScopes.size,
+      sessions: sessions.size,
       dashboardLoginToken: dashboard.mintLoginToken,
       close,
     } satisfies RunningHttpServer

@@ -7,26 +7,34 @@
  * Invariants:
  * - Every client request is answered exactly once: answers are forwarded only for ids still
  *   pending, so an answer that arrives twice (a retry raced a late answer) is dropped.
- * - Every request is applied once: the connection carries a stable `client` id, and the daemon
- *   keys each write by (client id, request id) durably (see stores/Idempotency.ts), so resending
+ * - Every request is applied once: the connection carries a stable `client` id (random per shim
+ *   process, so a restarted client is a new client), and the daemon keys each write by (client
+ *   id, request id, the request) durably (tools/RetryKey.ts, stores/Idempotency.ts), so resending
  *   a pending request after a reconnect — even after the daemon crashed — cannot apply it twice.
+ * - A request whose id is still pending is refused at once (-32600): JSON-RPC ids must be unique
+ *   among pending requests, and answers are matched by id, so a second request under the same id
+ *   could never be told apart from the first.
  * - After a reconnect the shim replays the MCP handshake (the client's initialize, under a shim
  *   id whose answer it swallows) before resending, so the new session is initialized as before.
  * - Buffers are bounded (`shimBufferedMessagesMax`); a request beyond the bound is answered with
- *   an error at once instead of growing memory.
- * - While the port is held by the daemon of another data directory (a setting waiting cannot fix),
- *   requests never sent to a daemon are answered with that error at once, instead of waiting
- *   unanswered; a request already sent keeps waiting for the daemon of its data directory, which
- *   may have applied it. The shim keeps looking, in case that port is freed.
+ *   an error at once instead of growing memory. A line the daemon could not take (not JSON-RPC,
+ *   longer than a WebSocket message may be) is answered here and never sent (StdioLines.ts).
+ * - While waiting cannot help — the port is held by the daemon of another data directory, or the
+ *   daemon refuses the connection (401 for a wrong token, 503 when every session is busy) — the
+ *   shim says why on stderr and answers requests never sent to a daemon with that error at once,
+ *   instead of leaving them unanswered; a request already sent keeps waiting for the daemon of
+ *   its data directory, which may have applied it. The shim keeps trying, with backoff, and
+ *   serves again as soon as a connection opens. It never hangs silently.
  */
 import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { mkdirSync, openSync } from "node:fs"
+import type { IncomingMessage } from "node:http"
 import { join, resolve } from "node:path"
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import WebSocket from "ws"
 import { defaultHost, defaultPort, ping, readDaemonInfo, readToken } from "./Daemon.ts"
+import { StdioLineTransport } from "./StdioLines.ts"
 import { frameBytesHardMax } from "./WebSocketTransport.ts"
 
 /** Most messages held while the daemon is unreachable. */
@@ -36,6 +44,24 @@ export const reconnectDelayMsMin = 100
 export const reconnectDelayMsMax = 5000
 /** How long to wait for a daemon this shim started to answer /ping. */
 export const daemonStartTimeoutMs = 20_000
+/** Most characters of a refusal's body repeated on stderr and to the client. */
+const refusalCharsMax = 1024
+/** Close codes of an orderly end (normal, going away, none, abnormal): not worth a line on stderr. */
+const normalCloseCodes = new Set([1000, 1001, 1005, 1006])
+
+/** The body of a refused upgrade (the daemon says why in it), cut to `refusalCharsMax`. */
+const refusalText = (response: IncomingMessage): Promise<string> =>
+  new Promise((resolve) => {
+    let text = ""
+    const done = () => resolve(text.trim().slice(0, refusalCharsMax) || (response.statusMessage ?? ""))
+    response.setEncoding("utf8")
+    response.on("data", (chunk: string) => {
+      if (text.length < refusalCharsMax) text += chunk
+    })
+    response.once("end", done)
+    response.once("error", done)
+    response.once("close", done)
+  })
 
 /** How the shim is set up. */
 export interface ShimConfig {
@@ -60,7 +86,7 @@ const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
 export const runShim = async (config: ShimConfig): Promise<void> => {
   const log = config.log ?? ((line: string) => process.stderr.write(`mnemos mcp: ${line}\n`))
   const clientId = randomBytes(16).toString("base64url")
-  const stdio = new StdioServerTransport()
+  const stdio = new StdioLineTransport()
   const pending = new Map<Id, JSONRPCMessage & { id: Id }>()
   let queued: Array<JSONRPCMessage> = []
   let initialize: (JSONRPCMessage & { id: Id }) | undefined
@@ -76,14 +102,20 @@ export const runShim = async (config: ShimConfig): Promise<void> => {
   let refusal: string | undefined
 
   const toClient = (message: JSONRPCMessage) => void stdio.send(message).catch(() => undefined)
-  const refuse = (id: Id, message: string) => toClient({ jsonrpc: "2.0", id, error: { code: -32000, message } })
+  const refuse = (id: Id, message: string, code = -32000) => toClient({ jsonrpc: "2.0", id, error: { code, message } })
   const sendUp = (message: JSONRPCMessage) => upstream?.send(JSON.stringify(message))
   const sendRequest = (request: JSONRPCMessage & { id: Id }) => {
     sent.add(request.id)
     sendUp(request)
   }
-  /** Answers every pending request no daemon has seen with `why`: nothing applied them. */
+  /**
+   * Waiting cannot help for now (`why`): says so on stderr (once per reason), answers every
+   * pending request no daemon has seen with it (nothing applied them), and every new request
+   * until a connection opens. A request already sent keeps waiting: its daemon may have applied it.
+   */
   const refuseUnsent = (why: string) => {
+    if (why !== refusal) log(`${why} (retrying every few seconds)`)
+    refusal = why
     for (const id of [...pending.keys()]) {
       if (sent.has(id)) continue
       pending.delete(id)
@@ -129,6 +161,12 @@ export const runShim = async (config: ShimConfig): Promise<void> => {
 
   stdio.onmessage = (message) => {
     if (isRequest(message)) {
+      if (pending.has(message.id))
+        return refuse(
+          message.id,
+          `request id ${JSON.stringify(message.id)} is already used by a request still waiting for its answer; ids must be unique among pending requests`,
+          -32600,
+        )
       if (refusal !== undefined && !connected) return refuse(message.id, refusal)
       if (message.method === "initialize") initialize = message
       if (pending.size + queued.length >= shimBufferedMessagesMax) {
@@ -175,10 +213,9 @@ export const runShim = async (config: ShimConfig): Promise<void> => {
     const wanted = { host: config.host ?? defaultHost, port: config.port ?? defaultPort }
     const occupant = await ping(wanted.host, wanted.port)
     if (occupant !== undefined && occupant.dataDir !== config.dataDir) {
-      const why = `port ${wanted.port} serves another data directory (${occupant.dataDir}); pass --port to use another`
-      if (refusal === undefined) log(why)
-      refusal = `the mnemos daemon for ${config.dataDir} cannot start: ${why}`
-      refuseUnsent(refusal)
+      refuseUnsent(
+        `the mnemos daemon for ${config.dataDir} cannot start: port ${wanted.port} serves another data directory (${occupant.dataDir}); pass --port to use another`,
+      )
       return undefined
     }
     if (occupant === undefined) startDaemon(wanted.host, wanted.port)
@@ -191,54 +228,84 @@ export const runShim = async (config: ShimConfig): Promise<void> => {
     return undefined
   }
 
-  const connectOnce = async (): Promise<boolean> => {
+  /** How one connection attempt ended. */
+  type Attempt =
+    | { readonly _tag: "Open" }
+    | { readonly _tag: "Unreachable" }
+    | { readonly _tag: "Refused"; readonly why: string }
+
+  const connectOnce = async (): Promise<Attempt> => {
     const target = await locateDaemon()
-    if (target === undefined || closed) return false
+    if (target === undefined || closed) return { _tag: "Unreachable" }
     const token = readToken(config.dataDir)
-    const socket = new WebSocket(
-      `ws://${target.host.includes(":") ? `[${target.host}]` : target.host}:${target.port}/ws?client=${clientId}`,
-      {
-        maxPayload: frameBytesHardMax,
-        headers: {
-          host: `${target.host}:${target.port}`,
-          ...(token !== undefined ? { authorization: `Bearer ${token}` } : {}),
-        },
+    const where = `${target.host.includes(":") ? `[${target.host}]` : target.host}:${target.port}`
+    const socket = new WebSocket(`ws://${where}/ws?client=${clientId}`, {
+      maxPayload: frameBytesHardMax,
+      headers: {
+        host: `${target.host}:${target.port}`,
+        ...(token !== undefined ? { authorization: `Bearer ${token}` } : {}),
       },
-    )
+    })
+    let carried = false
     return new Promise((settle) => {
       socket.once("open", () => {
         upstream = socket
         onOpen()
-        settle(true)
+        settle({ _tag: "Open" })
+      })
+      // The daemon answered the upgrade with an HTTP error (401, 503, ...): say what it said.
+      socket.once("unexpected-response", (_request, response) => {
+        void refusalText(response).then((text) => {
+          settle({
+            _tag: "Refused",
+            why: `the mnemos daemon at ${where} refused the connection: ${response.statusCode} ${text}`,
+          })
+          socket.terminate()
+        })
       })
       socket.on("message", (data) => {
+        carried = true
+        delay = reconnectDelayMsMin
         try {
           fromDaemon(JSON.parse(data.toString()) as JSONRPCMessage)
         } catch {
           log("dropped a frame from the daemon that is not JSON")
         }
       })
-      socket.once("close", () => {
+      socket.once("close", (code, reason) => {
         if (upstream === socket) {
           upstream = undefined
           connected = false
           handshakeId = undefined
-          if (!closed) void reconnect()
+          if (!normalCloseCodes.has(code))
+            log(`the mnemos daemon closed the connection: ${code} ${reason.toString() || "(no reason)"}`)
+          // A connection that carried nothing does not reset the backoff: a daemon that accepts
+          // and closes at once is not hammered.
+          if (!closed) void reconnect(carried ? 0 : delay)
         }
-        settle(false)
+        settle({ _tag: "Unreachable" })
       })
       socket.once("error", () => undefined)
     })
   }
 
+  let delay = reconnectDelayMsMin
   let reconnecting = false
-  const reconnect = async () => {
+  /** Connects again until a connection opens, backing off while the daemon is away or refuses. */
+  const reconnect = async (waitFirstMs = 0) => {
     if (reconnecting) return
     reconnecting = true
-    for (let delay = reconnectDelayMsMin; !closed && !connected; delay = Math.min(reconnectDelayMsMax, delay * 2)) {
-      if (await connectOnce()) break
-      if (!closed) log(`daemon unreachable; retrying in ${delay} ms (${pending.size} request(s) waiting)`)
+    if (waitFirstMs > 0) {
+      await sleep(waitFirstMs)
+      delay = Math.min(reconnectDelayMsMax, delay * 2)
+    }
+    while (!closed && !connected) {
+      const attempt = await connectOnce()
+      if (attempt._tag === "Open") break
+      if (attempt._tag === "Refused") refuseUnsent(attempt.why)
+      else if (!closed) log(`daemon unreachable; retrying in ${delay} ms (${pending.size} request(s) waiting)`)
       await sleep(delay)
+      delay = Math.min(reconnectDelayMsMax, delay * 2)
     }
     reconnecting = false
   }

@@ -2,16 +2,28 @@
  * An MCP SDK `Transport` over one WebSocket (the `ws` package): one JSON-RPC message per text
  * frame, both ways. Used by the daemon for each `/ws` connection and by the `mnemos mcp` shim.
  *
- * Limits: a frame above `frameBytesMax` is answered with a JSON-RPC error for its id (when it can
- * be read) and dropped — the connection stays usable; `ws` itself closes a connection whose frame
+ * Every frame is answered or taken (JsonRpcText.ts): a frame that is not JSON gets -32700, one
+ * that is not a JSON-RPC message or is binary -32600, with its id when it has one (else id null),
+ * and the connection stays usable. A frame above `frameBytesMax` is answered with a JSON-RPC error
+ * for its id (when it can be read) and dropped; `ws` itself closes a connection whose frame
  * exceeds `frameBytesHardMax` (code 1009), before the frame is buffered whole.
  */
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
-import { type JSONRPCMessage, JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js"
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import type { RawData, WebSocket } from "ws"
+import {
+  type Decoded,
+  decodeJsonRpcText,
+  errorReply,
+  invalidRequestCode,
+  jsonRpcMessageBytesMax,
+  type ReplyId,
+  replyIdOf,
+  tooLong,
+} from "./JsonRpcText.ts"
 
 /** Largest JSON-RPC message accepted in one frame. */
-export const frameBytesMax = 16 * 1024 * 1024
+export const frameBytesMax = jsonRpcMessageBytesMax
 /** Frames larger than this close the connection (they are not even buffered). */
 export const frameBytesHardMax = 64 * 1024 * 1024
 
@@ -40,43 +52,24 @@ export class WebSocketTransport implements Transport {
   }
 
   private receive(data: RawData, isBinary: boolean): void {
-    const problem = this.problemWith(data, isBinary)
-    if ("message" in problem) this.onmessage?.(problem.message)
-    else this.reject(problem.id, problem.error, problem.code)
+    const decoded = this.decode(data, isBinary)
+    if ("message" in decoded) this.onmessage?.(decoded.message)
+    else this.reject(decoded.id, decoded.error, decoded.code)
   }
 
-  /** The decoded message, or why the frame is refused (with the request id when it could be read). */
-  private problemWith(
-    data: RawData,
-    isBinary: boolean,
-  ): { message: JSONRPCMessage } | { id: unknown; error: string; code: number } {
-    if (isBinary) return { id: undefined, error: "binary frames are not accepted; send JSON-RPC as text", code: -32600 }
+  /** The frame's message, or why it is refused (with the request id when it could be read). */
+  private decode(data: RawData, isBinary: boolean): Decoded {
+    if (isBinary)
+      return { id: null, code: invalidRequestCode, error: "binary frames are not accepted; send JSON-RPC as text" }
+    const decoded = decodeJsonRpcText(textOf(data))
     const bytes = byteLengthOf(data)
-    let parsed: unknown
-    try {
-      parsed = JSON.parse(textOf(data))
-    } catch (error) {
-      return {
-        id: undefined,
-        error: `frame is not JSON: ${error instanceof Error ? error.message : String(error)}`,
-        code: -32700,
-      }
-    }
-    const id =
-      typeof parsed === "object" && parsed !== null && "id" in parsed ? (parsed as { id: unknown }).id : undefined
-    if (bytes > frameBytesMax) {
-      return { id, error: `message of ${bytes} bytes exceeds the limit of ${frameBytesMax} bytes`, code: -32600 }
-    }
-    const message = JSONRPCMessageSchema.safeParse(parsed)
-    if (!message.success) return { id, error: `not a JSON-RPC 2.0 message: ${message.error.message}`, code: -32600 }
-    return { message: message.data }
+    if (bytes <= frameBytesMax) return decoded
+    return tooLong("message" in decoded ? replyIdOf(decoded.message) : decoded.id, bytes)
   }
 
-  private reject(id: unknown, message: string, code = -32600): void {
-    const validId = typeof id === "string" || typeof id === "number" ? id : null
+  private reject(id: ReplyId, message: string, code: number): void {
     this.onerror?.(new Error(message))
-    if (validId === null) return
-    this.socket.send(JSON.stringify({ jsonrpc: "2.0", id: validId, error: { code, message } }))
+    if (this.socket.readyState === this.socket.OPEN) this.socket.send(JSON.stringify(errorReply(id, code, message)))
   }
 
   send(message: JSONRPCMessage): Promise<void> {

@@ -2,8 +2,9 @@
  * Import and export round trips through the commands: the full archive of every store (restored
  * into an empty data directory, the stores read back identically: a second export is the same file
  * but for its date), the official memory.jsonl, and the conversations backup. And what an archive
- * import refuses — a data directory that is not empty, a changed or cut-short file — importing
- * nothing.
+ * import refuses — a data directory that is not empty, a changed or cut-short file, a hand-edited
+ * file whose checksum was recomputed but whose values have the wrong types or do not match their
+ * keys — importing nothing.
  */
 import { createHash } from "node:crypto"
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
@@ -147,6 +148,81 @@ describe("the full archive (export --all, import)", () => {
       assert.include(run.error?.message ?? "", why)
       assert.isFalse(existsSync(join(target, "stores", "graph", "lmdb")), "nothing was written")
     }
+  })
+})
+
+/** `archive` with `edit` applied to its entries (null drops one), the counts and checksum made to match. */
+const rewritten = (archive: string, target: string, edit: (entry: { s: string; k: string; v: unknown }) => unknown) => {
+  const [header, lines] = parts(archive)
+  const entries = lines.map((line) => edit(JSON.parse(line))).filter((entry): entry is { s: string } => entry !== null)
+  const body = [JSON.stringify(header), ...entries.map((entry) => JSON.stringify(entry))]
+  const hash = createHash("sha256")
+  for (const line of body) hash.update(`${line}\n`)
+  const counts: Record<string, number> = {}
+  for (const entry of entries) counts[entry.s] = (counts[entry.s] ?? 0) + 1
+  writeFileSync(
+    target,
+    `${[...body, JSON.stringify({ end: true, entries: counts, sha256: hash.digest("hex") })].join("\n")}\n`,
+  )
+  return target
+}
+
+describe("an archive edited by hand (its checksum recomputed)", () => {
+  it("a wrong-typed value, a record that does not match its key, or a key the store has no place for: refused, nothing imported", async () => {
+    const source = await populated()
+    const files = tempDir("mnemos-files-")
+    const archive = join(files, "all.jsonl")
+    assert.isTrue((await runCommand(exportCommand, [archive, "--all", "--data-dir", source])).ok)
+    const isEntity = (entry: { s: string; k: string }) => entry.s === "graph" && entry.k === "e\u0000default\u0000Ada"
+    const edits: ReadonlyArray<readonly [string, (entry: { s: string; k: string; v: unknown }) => unknown, string]> = [
+      [
+        "observations-not-a-list",
+        (entry) =>
+          isEntity(entry) ? { ...entry, v: { ...(entry.v as object), observations: "wrote programs" } } : entry,
+        "observations",
+      ],
+      [
+        "entity-renamed",
+        (entry) => (isEntity(entry) ? { ...entry, v: { ...(entry.v as object), name: "Grace" } } : entry),
+        "its key says",
+      ],
+      [
+        "task-title-a-number",
+        (entry) =>
+          entry.s === "tasks" && entry.k.startsWith("r\u001f")
+            ? { ...entry, v: { ...(entry.v as object), data: { ...(entry.v as { data: object }).data, title: 42 } } }
+            : entry,
+        "title",
+      ],
+      [
+        "message-content-a-number",
+        (entry) => {
+          const stored = entry.v as { message?: { content?: unknown } }
+          return entry.s === "conversations" && stored?.message?.content !== undefined
+            ? { ...entry, v: { ...stored, message: { ...stored.message, content: 7 } } }
+            : entry
+        },
+        "content",
+      ],
+      [
+        "unknown-key",
+        (entry) => (isEntity(entry) ? { ...entry, k: "zz\u0000default\u0000Ada" } : entry),
+        "no such key",
+      ],
+    ]
+    for (const [name, edit, why] of edits) {
+      const file = rewritten(archive, join(files, `${name}.jsonl`), edit)
+      const target = tempDir("mnemos-data-")
+      const run = await runCommand(importCommand, [file, "--data-dir", target])
+      assert.isFalse(run.ok, `${name} was imported`)
+      assert.include(run.error?.message ?? "", why, name)
+      assert.include(run.error?.message ?? "", "nothing was imported", name)
+      assert.isFalse(existsSync(join(target, "stores", "graph", "lmdb")), `${name}: nothing was written`)
+    }
+    // The same rewrite with no edit imports: the checks refuse edits, not rewritten files.
+    const untouched = rewritten(archive, join(files, "untouched.jsonl"), (entry) => entry)
+    const run = await runCommand(importCommand, [untouched, "--data-dir", tempDir("mnemos-data-")])
+    assert.isTrue(run.ok, `${run.stderr} ${run.error?.message}`)
   })
 })
 

@@ -93,8 +93,11 @@ export interface ToolReply {
   readonly text: string
 }
 
-/** An engine on `dir` (search without a worker thread) with an MCP client connected in-process. */
-export const openTestEngine = async (dir: string) => {
+/**
+ * An engine on `dir` (search without a worker thread) with an MCP client connected in-process;
+ * with `clientId`, the session has that stable identity (its writes carry retry keys).
+ */
+export const openTestEngine = async (dir: string, options: { readonly clientId?: string } = {}) => {
   const scope = Effect.runSync(Scope.make())
   const context = (await Effect.runPromise(
     Layer.buildWithScope(
@@ -104,10 +107,11 @@ export const openTestEngine = async (dir: string) => {
   )) as Context.Context<SessionServices>
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair()
   await Effect.runPromise(
-    startSession(serverSide, { tools: catalogue, transport: "test" }).pipe(
-      Scope.provide(scope),
-      Effect.provideContext(context),
-    ),
+    startSession(serverSide, {
+      tools: catalogue,
+      transport: "test",
+      ...(options.clientId !== undefined ? { clientId: options.clientId } : {}),
+    }).pipe(Scope.provide(scope), Effect.provideContext(context)),
   )
   const client = new Client({ name: "mnemos-test", version: "0" })
   await client.connect(clientSide)

@@ -13,6 +13,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { luaAuditFileName } from "../../src/editor/EditorServices.ts"
 import {
+  authHeaders,
   callTool,
   cleanup,
   cliArgs,
@@ -117,7 +118,7 @@ describe.skipIf(lacks("nvim"))("the editor toolset through mnemos serve", () => 
     const daemon = await startDaemon({ env: { NVIM: "" } })
     const posted = await getJson(`${daemon.url}/terminal/telemetry`, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: { "content-type": "application/json", ...authHeaders(daemon.dataDir) },
       body: JSON.stringify({ command: "cargo build", exit_code: 101, cwd: "/src/app", output_tail: "error[E0308]" }),
     })
     expect(posted.status).toBeLessThan(300)

@@ -6,7 +6,7 @@
  * both installed as `git` in PATH and sourced as a shell function.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process"
-import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs"
+import { chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -183,16 +183,18 @@ describe("mnemos gate through the daemon, and the /gate routes", () => {
   })
 
   it("GET /gate/verify answers 404, 200 and 403; POST /gate/set validates its body", async () => {
-    const verify = (query: string) => fetch(`${base}/gate/verify?${query}`)
+    const bearer = { authorization: `Bearer ${readFileSync(join(dataDir, "token"), "utf8").trim()}` }
+    const verify = (query: string) => fetch(`${base}/gate/verify?${query}`, { headers: bearer })
     expect((await verify("action=ship&namespace=h")).status).toBe(404)
     const bad = await fetch(`${base}/gate/set`, {
       method: "POST",
+      headers: bearer,
       body: JSON.stringify({ action: "ship", status: "yes" }),
     })
     expect(bad.status).toBe(400)
     const set = await fetch(`${base}/gate/set`, {
       method: "POST",
-      headers: { "x-mnemos-client": "ci-bot" },
+      headers: { ...bearer, "x-mnemos-client": "ci-bot" },
       body: JSON.stringify({ action: "ship", status: "authorized", namespace: "h", reason: "green" }),
     })
     expect(set.status).toBe(200)
@@ -206,8 +208,12 @@ describe("mnemos gate through the daemon, and the /gate routes", () => {
     expect(await ok.json()).toMatchObject({ status: "authorized", consumed: true })
     expect((await verify("action=ship&namespace=h")).status).toBe(403)
     expect((await verify("namespace=h")).status).toBe(400)
-    expect((await fetch(`${base}/gate/set`)).status).toBe(405)
-    const list = (await (await fetch(`${base}/gate/list?namespace=h`)).json()) as { gates: Array<{ verdict: string }> }
+    expect((await fetch(`${base}/gate/set`, { headers: bearer })).status).toBe(405)
+    // Without the token, on loopback too, nothing answers but 401.
+    expect((await fetch(`${base}/gate/verify?action=ship&namespace=h`)).status).toBe(401)
+    const list = (await (await fetch(`${base}/gate/list?namespace=h`, { headers: bearer })).json()) as {
+      gates: Array<{ verdict: string }>
+    }
     expect(list.gates.map((gate) => gate.verdict)).toEqual(["pending"])
   })
 })

@@ -1,6 +1,7 @@
 /**
  * The privacy filter as a function: every kind of the corpus is redacted and reported, innocent
- * technical strings pass unchanged, `<private>` spans (nested, unclosed, any case) are dropped,
+ * technical strings pass unchanged, `<private>` spans (nested, unclosed, any case, with attributes
+ * like `<private reason="...">`) are dropped,
  * the filter is idempotent and never slow on hostile input, it walks keys and values of nested
  * values without being fooled by `__proto__`, and config.json patterns and switches take effect.
  */
@@ -60,6 +61,9 @@ describe("secrets", () => {
     it(`leaves alone: ${text.slice(0, 50)}`, () => assert.strictEqual(filterText(text), text))
 })
 
+/** Any `<private...>` or `</private...>` tag (attributes, spaces), as the filter reads them. */
+const privateTag = /<\/?private(?=[\s>])/i
+
 describe("<private> spans", () => {
   it("drops spans, nested spans, spans in any case, and an unclosed span to the end", () => {
     assert.deepStrictEqual(dropPrivateSpans("a <private>b</private> c"), { text: "a  c", spans: 1 })
@@ -69,14 +73,32 @@ describe("<private> spans", () => {
     assert.deepStrictEqual(dropPrivateSpans("<private>1</private>x<private>2</private>"), { text: "x", spans: 2 })
   })
 
+  it('a tag with attributes or spaces is a tag: <private reason="..."> is dropped like <private>', () => {
+    assert.deepStrictEqual(dropPrivateSpans('a <private reason="launch">the date</private> c'), {
+      text: "a  c",
+      spans: 1,
+    })
+    assert.deepStrictEqual(dropPrivateSpans("a <PRIVATE\n  data-x='1 > 0'>b</private > c"), { text: "a  c", spans: 1 })
+    assert.deepStrictEqual(dropPrivateSpans('x<private a="1"><private b>y</private>z</private>w'), {
+      text: "xw",
+      spans: 1,
+    })
+    assert.deepStrictEqual(dropPrivateSpans('keep <private reason="x">drop all of this'), { text: "keep ", spans: 1 })
+    // An opening tag that never closes hides the rest too: a cut-off tag must not leak what follows.
+    assert.deepStrictEqual(dropPrivateSpans('keep <private reason="unfinished secret'), { text: "keep ", spans: 1 })
+    // Other tags are text.
+    for (const text of ["<privateer>x</privateer>", "<private-notes>x", "<private/>x", "a </privately> b"])
+      assert.deepStrictEqual(dropPrivateSpans(text), { text, spans: 0 })
+  })
+
   it("nothing between the tags survives, whatever the text", () => {
     fc.assert(
       fc.property(
         fc.string(),
         fc.string(),
-        fc.string().filter((s) => !/<\/?private>/i.test(s)),
+        fc.string().filter((s) => !privateTag.test(s)),
         (before, after, hidden) => {
-          fc.pre(!/<\/?private>/i.test(before + after) && hidden.length > 3)
+          fc.pre(!privateTag.test(before + after) && hidden.length > 3)
           const out = dropPrivateSpans(`${before}<private>${hidden}</private>${after}`).text
           assert.strictEqual(out, before + after)
         },
@@ -140,6 +162,9 @@ describe("the filter as a whole", () => {
       `eyJ${"a".repeat(100_000)}.eyJ`,
       `${"A ".repeat(50_000)}PRIVATE`,
       "<private>".repeat(50_000),
+      '<private a="'.repeat(50_000),
+      "<private ".repeat(50_000),
+      `<private${" ".repeat(200_000)}`,
       `${"x".repeat(200_000)}@`,
       `Bearer ${"a".repeat(100_000)}!`,
     ]

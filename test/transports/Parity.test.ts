@@ -12,6 +12,7 @@ import { ListRootsRequestSchema, ResourceUpdatedNotificationSchema } from "@mode
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
   apiGet,
+  authHeaders,
   callTool,
   cleanup,
   clientTransport,
@@ -200,7 +201,7 @@ describe("every transport answers the same", () => {
     await Promise.all(firstCallers.map((client) => client.close()))
   })
 
-  it("Streamable HTTP: DELETE ends the session; its id is then refused", async () => {
+  it("Streamable HTTP: DELETE ends the session; its id then answers 404 (start a new session)", async () => {
     const transport = (await clientTransport("streamable-http", daemon.url)) as StreamableHTTPClientTransport
     const client = new Client({ name: "parity-delete", version: "1.0.0" })
     await client.connect(transport)
@@ -211,6 +212,7 @@ describe("every transport answers the same", () => {
     const after = await getJson(`${daemon.url}/mcp`, {
       method: "POST",
       headers: {
+        ...authHeaders(daemon.dataDir),
         "content-type": "application/json",
         accept: "application/json, text/event-stream",
         "mcp-session-id": sessionId!,
@@ -218,7 +220,7 @@ describe("every transport answers the same", () => {
       },
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }),
     })
-    expect(after.status).toBe(400)
+    expect(after.status).toBe(404)
     await client.close()
   })
 })

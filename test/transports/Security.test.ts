@@ -1,8 +1,9 @@
 /**
  * Who may talk to the daemon: Host and Origin are checked on every endpoint against DNS
  * rebinding; bodies and frames are bounded, and an oversized frame is answered with an error on a
- * connection that stays usable; bound beyond loopback, every endpoint but /ping wants the bearer
- * token from the data directory (mode 0600), and UDP stays on loopback.
+ * connection that stays usable; on every address — loopback included, since any local user can
+ * reach loopback — every endpoint but /ping wants the bearer token from the data directory (mode
+ * 0600), its scheme in any case; and UDP stays on loopback.
  */
 import { createSocket } from "node:dgram"
 import { statSync } from "node:fs"
@@ -51,13 +52,22 @@ const endpoints: ReadonlyArray<{ method: string; path: string; body?: string; he
     body: JSON.stringify({ command: "ls", exit_code: 0, cwd: "/" }),
     headers: { "content-type": "application/json" },
   },
+  {
+    method: "POST",
+    path: "/gate/set",
+    body: JSON.stringify({ action: "push", status: "blocked" }),
+    headers: { "content-type": "application/json" },
+  },
+  { method: "GET", path: "/gate/list" },
   { method: "GET", path: "/ping" },
 ]
+/** Answers 404 when admitted (the gate does not exist), so it is checked apart from `endpoints`. */
+const gateVerify: (typeof endpoints)[number] = { method: "GET", path: "/gate/verify?action=push" }
 
-/** Opens `/ws` with these headers; the HTTP status of a refused upgrade, or 101. */
-const upgradeStatus = (url: string, headers: Record<string, string>): Promise<number> =>
+/** Opens `/ws` (or `path`) with these headers; the HTTP status of a refused upgrade, or 101. */
+const upgradeStatus = (url: string, headers: Record<string, string>, path = "/ws"): Promise<number> =>
   new Promise((resolve, reject) => {
-    const socket = new WebSocket(`${url.replace(/^http/, "ws")}/ws`, { headers })
+    const socket = new WebSocket(`${url.replace(/^http/, "ws")}${path}`, { headers })
     socket.once("open", () => {
       socket.close()
       resolve(101)
@@ -84,15 +94,13 @@ describe("Host and Origin (DNS rebinding)", () => {
         host: "127.0.0.1",
         port: daemon.port,
         ...endpoint,
-        headers: {
-          ...endpoint.headers,
-          ...(endpoint.path.startsWith("/api/") ? authHeaders(daemon.dataDir) : {}),
-          origin: `http://127.0.0.1:${daemon.port}`,
-        },
+        headers: { ...endpoint.headers, ...authHeaders(daemon.dataDir), origin: `http://127.0.0.1:${daemon.port}` },
       })
       expect(response.status, `${endpoint.method} ${endpoint.path}: ${response.text}`).toBeLessThan(300)
     }
-    expect(await upgradeStatus(daemon.url, { origin: `http://localhost:${daemon.port}` })).toBe(101)
+    expect(
+      await upgradeStatus(daemon.url, { ...authHeaders(daemon.dataDir), origin: `http://localhost:${daemon.port}` }),
+    ).toBe(101)
   })
 
   it.each([
@@ -133,9 +141,64 @@ describe("Host and Origin (DNS rebinding)", () => {
   })
 })
 
+describe("the bearer token on loopback", () => {
+  const token = () => authHeaders(daemon.dataDir).authorization!.slice("Bearer ".length)
+
+  it("every endpoint but /ping refuses a request without the token, with a wrong one, or another scheme", async () => {
+    for (const authorization of [undefined, "Bearer wrong-token", `Basic ${token()}`, `Bearer${token()}`]) {
+      for (const endpoint of [...endpoints, gateVerify]) {
+        const response = await rawHttp({
+          host: "127.0.0.1",
+          port: daemon.port,
+          ...endpoint,
+          headers: { ...endpoint.headers, ...(authorization !== undefined ? { authorization } : {}) },
+        })
+        if (endpoint.path === "/ping") expect(response.status).toBe(200)
+        else {
+          expect(response.status, `${endpoint.method} ${endpoint.path} (${authorization})`).toBe(401)
+          expect(response.headers["www-authenticate"]).toBe("Bearer")
+        }
+      }
+      const headers: Record<string, string> = authorization !== undefined ? { authorization } : {}
+      expect(await upgradeStatus(daemon.url, headers)).toBe(401)
+      expect(await upgradeStatus(daemon.url, headers, "/events")).toBe(401)
+    }
+    // A POST to an SSE session needs the token too (the session id alone is not enough).
+    const messages = await rawHttp({
+      host: "127.0.0.1",
+      port: daemon.port,
+      method: "POST",
+      path: "/messages?sessionId=x",
+    })
+    expect(messages.status).toBe(401)
+  })
+
+  it.each(["Bearer", "bearer", "BEARER", "bEaReR"])("the scheme %s is accepted, on every endpoint", async (scheme) => {
+    const authorization = `${scheme} ${token()}`
+    for (const endpoint of endpoints) {
+      const response = await rawHttp({
+        host: "127.0.0.1",
+        port: daemon.port,
+        ...endpoint,
+        headers: { ...endpoint.headers, authorization },
+      })
+      expect(response.status, `${endpoint.method} ${endpoint.path} with ${scheme}: ${response.text}`).toBeLessThan(300)
+    }
+    const verify = await rawHttp({ host: "127.0.0.1", port: daemon.port, ...gateVerify, headers: { authorization } })
+    expect([200, 403, 404]).toContain(verify.status)
+    expect(await upgradeStatus(daemon.url, { authorization })).toBe(101)
+    expect(await upgradeStatus(daemon.url, { authorization }, "/events")).toBe(101)
+  })
+
+  it("a WebSocket client that cannot set headers passes the token in the query", async () => {
+    expect(await upgradeStatus(daemon.url, {}, `/ws?token=${token()}`)).toBe(101)
+    expect(await upgradeStatus(daemon.url, {}, "/ws?token=wrong")).toBe(401)
+  })
+})
+
 describe("size limits", () => {
   it("a WebSocket frame above the limit is answered with an error for its id; the connection stays usable", async () => {
-    const socket = new WebSocket(`${daemon.url.replace(/^http/, "ws")}/ws`)
+    const socket = new WebSocket(`${daemon.url.replace(/^http/, "ws")}/ws`, { headers: authHeaders(daemon.dataDir) })
     await new Promise((resolve, reject) => {
       socket.once("open", resolve)
       socket.once("error", reject)
@@ -177,7 +240,7 @@ describe("size limits", () => {
       method: "POST",
       path: "/mcp",
       body: big,
-      headers: mcpHeaders,
+      headers: { ...mcpHeaders, ...authHeaders(daemon.dataDir) },
     }).catch(
       () => ({ status: 413 }), // the server may close the socket while the body is still being written
     )
@@ -188,7 +251,7 @@ describe("size limits", () => {
       method: "POST",
       path: "/terminal/telemetry",
       body: JSON.stringify({ command: "ls", exit_code: 0, cwd: "/", output_tail: "z".repeat(70 * 1024) }),
-      headers: { "content-type": "application/json" },
+      headers: { "content-type": "application/json", ...authHeaders(daemon.dataDir) },
     })
     expect(telemetry.status).toBe(413)
     expect((await getJson(`${daemon.url}/ping`)).status).toBe(200)

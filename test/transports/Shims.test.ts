@@ -6,6 +6,7 @@
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import { afterAll, describe, expect, it } from "vitest"
 import {
+  authHeaders,
   callTool,
   cleanup,
   connectClient,
@@ -17,6 +18,7 @@ import {
   startDaemon,
   startRawShim,
   tempDir,
+  waitFor,
 } from "./harness.ts"
 
 afterAll(cleanup)
@@ -36,6 +38,35 @@ describe("mnemos mcp (the stdio shim)", () => {
     )
     const call = await shim.request("tools/call", { name: "read_graph", arguments: {} })
     expect(errorOf(call)).toContain("pass --port to use another")
+    await shim.close()
+  })
+
+  it("a request reusing the id of one still pending is refused at once; the first is answered and applied once", async () => {
+    const shim = await startRawShim(tempDir(), await freePort())
+    const addTask = (title: string) =>
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id: "same",
+        method: "tools/call",
+        params: { name: "add_task", arguments: { title } },
+      })
+    // One write: the second line is read before any answer to the first can arrive.
+    shim.writeRaw(`${addTask("first")}\n${addTask("second")}\n`)
+    const answers = await waitFor("two answers to id same", () => {
+      const list = shim.answers.get("same") ?? []
+      return list.length >= 2 ? list : undefined
+    })
+    const [refused, applied] = answers as Array<JSONRPCMessage & { error?: { code: number; message: string } }>
+    expect(refused?.error?.code).toBe(-32600)
+    expect(refused?.error?.message).toContain("still waiting for its answer")
+    expect(
+      (applied as unknown as { result: { structuredContent: { task: { title: string } } } }).result.structuredContent
+        .task.title,
+    ).toBe("first")
+    const listed = (await shim.request("tools/call", { name: "list_tasks", arguments: {} })) as unknown as {
+      result: { structuredContent: { tasks: Array<{ title: string }> } }
+    }
+    expect(listed.result.structuredContent.tasks.map((task) => task.title)).toEqual(["first"])
     await shim.close()
   })
 
@@ -72,7 +103,7 @@ describe("mnemos mcp (the stdio shim)", () => {
     // Read through a third, direct connection: the daemon holds all 20.
     const pid = daemonPidOf(dataDir)
     expect(pid).toBeDefined()
-    const direct = await connectClient("ws", `http://127.0.0.1:${port}`)
+    const direct = await connectClient("ws", `http://127.0.0.1:${port}`, { headers: authHeaders(dataDir) })
     const graph = (await callTool(direct, "read_graph", {})).structured as { entities: Array<{ name: string }> }
     expect(graph.entities.map((entity) => entity.name).sort()).toEqual(
       [0, 1].flatMap((shimIndex) => range(10).map((index) => `shim-${shimIndex}-${index}`)).sort(),

@@ -12,6 +12,7 @@ import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/typ
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
   apiGet,
+  authHeaders,
   cleanup,
   connectClient,
   type DaemonProcess,
@@ -48,7 +49,7 @@ const stats = async () => (await apiGet<Stats>(daemon, "/api/stats")).telemetry
 const postCommand = (body: unknown) =>
   getJson(`${daemon.url}/terminal/telemetry`, {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", ...authHeaders(daemon.dataDir) },
     body: JSON.stringify(body),
   })
 
@@ -130,9 +131,15 @@ describe("POST /terminal/telemetry → memory://terminal/recent", () => {
     expect(missing.status).toBe(400)
     expect(JSON.stringify(missing.body)).toContain("exit_code")
     expect((await postCommand({ command: "ls", exit_code: "0", cwd: "/" })).status).toBe(400)
-    const notJson = await getJson(`${daemon.url}/terminal/telemetry`, { method: "POST", body: "ls -l" })
+    const notJson = await getJson(`${daemon.url}/terminal/telemetry`, {
+      method: "POST",
+      headers: authHeaders(daemon.dataDir),
+      body: "ls -l",
+    })
     expect(notJson.status).toBe(400)
-    expect((await getJson(`${daemon.url}/terminal/telemetry`)).status).toBe(405)
+    expect((await getJson(`${daemon.url}/terminal/telemetry`, { headers: authHeaders(daemon.dataDir) })).status).toBe(
+      405,
+    )
     const after = await stats()
     expect(after.terminal.invalid - before.terminal.invalid).toBe(2) // the non-JSON body never reached the decoder
     expect(after.terminal.accepted).toBe(before.terminal.accepted)
@@ -192,9 +199,17 @@ describe.skipIf(!hasBash)("the bash hook (scripts/mnemos-telemetry.sh)", () => {
       'mnemos_run sh -c "echo first; echo second; exit 3"',
       "exit",
     ]
+    const { MNEMOS_TOKEN: _, ...withoutToken } = process.env
     const shell = spawn("bash", ["--rcfile", join(repoRoot, "scripts", "mnemos-telemetry.sh"), "-i"], {
       cwd: repoRoot,
-      env: { ...process.env, MNEMOS_URL: daemon.url, HISTFILE: "/dev/null", PS1: "$ " },
+      // The hook reads the token from the data directory, as it does for a user.
+      env: {
+        ...withoutToken,
+        MNEMOS_URL: daemon.url,
+        MNEMOS_DATA_DIR: daemon.dataDir,
+        HISTFILE: "/dev/null",
+        PS1: "$ ",
+      },
       stdio: ["pipe", "ignore", "ignore"],
     })
     shell.stdin.end(`${lines.join("\n")}\n`)

@@ -4,6 +4,10 @@
  * Streamable HTTP, SSE and WebSocket, the `mnemos mcp` shim driven either by the SDK client or by
  * a raw JSON-RPC line reader (which counts every answer), and /proc readings.
  *
+ * Every endpoint but /ping wants the data directory's bearer token: clients made here for a
+ * daemon this harness started carry it unless the test passes `headers` of its own (`{}` for
+ * none).
+ *
  * Everything started here is tracked by pid — including a daemon a shim started on its own (found
  * through the data directory's `daemon.json`) — and `cleanup()` ends it and removes the
  * temporary directories. Nothing is ever killed by name.
@@ -21,6 +25,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { CallToolResult, JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
+import { afterAll, beforeAll } from "vitest"
 import WebSocket from "ws"
 import { WebSocketTransport } from "../../src/transports/WebSocketTransport.ts"
 
@@ -33,6 +38,8 @@ export const cliArgs = (...args: Array<string>): Array<string> => ["--import", "
 const tempPaths = new Set<string>()
 const children = new Set<ChildProcess>()
 const dataDirs = new Set<string>()
+/** The data directory of each daemon started here, by its URL. */
+const dataDirByUrl = new Map<string, string>()
 const clients = new Set<Client>()
 
 // If this process ends without `cleanup()` (a crash, a script that threw), take its children along.
@@ -268,6 +275,7 @@ const startDaemonOnce = async (options: DaemonOptions): Promise<DaemonProcess> =
   let hasExited = false
   void exited.then(() => (hasExited = true))
   const url = `http://${hostInUrl(host)}:${port}`
+  dataDirByUrl.set(url, dataDir)
   await waitFor(
     `the daemon on ${url}`,
     async () => {
@@ -299,6 +307,22 @@ const startDaemonOnce = async (options: DaemonOptions): Promise<DaemonProcess> =
     return result
   }
   return { pid: child.pid!, host, port, udpPort, dataDir, url, output: () => output, exited, stop }
+}
+
+/**
+ * One daemon for a whole test file: started before its tests, ended (with everything else the
+ * harness started) after them. The getter gives it to the tests.
+ */
+export const sharedDaemon = (options: DaemonOptions = {}): (() => DaemonProcess) => {
+  let daemon: DaemonProcess | undefined
+  beforeAll(async () => {
+    daemon = await startDaemon(options)
+  })
+  afterAll(cleanup)
+  return () => {
+    if (daemon === undefined) throw new Error("the shared daemon is not started yet (use it inside a test)")
+    return daemon
+  }
 }
 
 /** The pid `daemon.json` of `dataDir` names, if any. */
@@ -345,7 +369,8 @@ export const clientTransport = async (
   url: string,
   options: { readonly headers?: Record<string, string>; readonly clientId?: string } = {},
 ): Promise<Transport> => {
-  const headers = options.headers ?? {}
+  const dataDir = dataDirByUrl.get(url)
+  const headers = options.headers ?? (dataDir !== undefined ? authHeaders(dataDir) : {})
   if (kind === "streamable-http")
     return new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers } })
   if (kind === "sse")
@@ -437,7 +462,11 @@ export const callTool = async (
  */
 export interface RawShim {
   readonly pid: number
+  /** Whether the process is still running. */
+  readonly running: () => boolean
   readonly send: (message: JSONRPCMessage) => void
+  /** Writes `text` to the shim's stdin as is, in one write. */
+  readonly writeRaw: (text: string) => void
   /** Sends a request and resolves with its first answer. */
   readonly request: (method: string, params: Record<string, unknown>, id?: string | number) => Promise<JSONRPCMessage>
   /** Every answer received per request id. */
@@ -447,9 +476,16 @@ export interface RawShim {
 }
 
 /** Starts `mnemos mcp` and performs the MCP handshake over raw lines. */
-export const startRawShim = async (dataDir: string, port: number): Promise<RawShim> => {
+export const startRawShim = (dataDir: string, port: number, args: ReadonlyArray<string> = []): Promise<RawShim> =>
+  startRawLines(dataDir, ["mcp", "--data-dir", dataDir, "--port", String(port), ...args])
+
+/** `mnemos serve --stdio` (embedded mode) driven by raw JSON-RPC lines, like `startRawShim`. */
+export const startRawEmbedded = (dataDir: string): Promise<RawShim> =>
+  startRawLines(dataDir, ["serve", "--stdio", "--data-dir", dataDir])
+
+const startRawLines = async (dataDir: string, args: Array<string>): Promise<RawShim> => {
   dataDirs.add(dataDir)
-  const child = spawn(process.execPath, cliArgs("mcp", "--data-dir", dataDir, "--port", String(port)), {
+  const child = spawn(process.execPath, cliArgs(...args), {
     cwd: repoRoot,
     stdio: ["pipe", "pipe", "pipe"],
   })
@@ -498,7 +534,99 @@ export const startRawShim = async (dataDir: string, port: number): Promise<RawSh
     await exited
     clearTimeout(timer)
   }
-  return { pid: child.pid!, send, request, answers, stderr: () => stderr, close }
+  return {
+    pid: child.pid!,
+    running: () => child.exitCode === null && child.signalCode === null,
+    send,
+    writeRaw: (text) => void child.stdin!.write(text),
+    request,
+    answers,
+    stderr: () => stderr,
+    close,
+  }
+}
+
+/** A raw JSON-RPC connection to `/ws`: requests with ids the test chooses, every answer kept. */
+export interface RawWs {
+  readonly socket: WebSocket
+  /** Sends a request under `id` and resolves with its first answer. */
+  readonly request: (id: string | number, method: string, params?: Record<string, unknown>) => Promise<RawAnswer>
+  /** Sends text as one frame, whatever it holds. */
+  readonly sendText: (text: string) => void
+  /** Every answer received, in order (id null included). */
+  readonly answers: Array<RawAnswer>
+  readonly close: () => Promise<void>
+}
+
+/** A JSON-RPC answer as received. */
+export interface RawAnswer {
+  readonly id: string | number | null
+  readonly result?: {
+    isError?: boolean
+    structuredContent?: Record<string, unknown>
+    content?: Array<{ text?: string }>
+  }
+  readonly error?: { code: number; message: string }
+}
+
+/**
+ * Opens `/ws` (with `?client=` when given, and the token of the daemon's data directory when
+ * given) and performs the MCP handshake under `initializeId`.
+ */
+export const openRawWs = async (
+  url: string,
+  options: {
+    readonly clientId?: string
+    readonly dataDir?: string
+    readonly initializeId?: string | number
+    /** Offered as the client's MCP roots (`roots/list` is answered with them). */
+    readonly roots?: ReadonlyArray<string>
+  } = {},
+): Promise<RawWs> => {
+  const query = options.clientId !== undefined ? `?client=${options.clientId}` : ""
+  const socket = new WebSocket(`${url.replace(/^http/, "ws")}/ws${query}`, {
+    headers: options.dataDir !== undefined ? authHeaders(options.dataDir) : {},
+  })
+  await new Promise<void>((resolve, reject) => {
+    socket.once("open", () => resolve())
+    socket.once("error", reject)
+  })
+  const answers: Array<RawAnswer> = []
+  const waiters = new Map<string | number, (answer: RawAnswer) => void>()
+  socket.on("message", (data) => {
+    const message = JSON.parse(data.toString()) as RawAnswer & { method?: string }
+    if (message.method === "roots/list" && message.id !== null)
+      socket.send(
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: message.id,
+          result: { roots: (options.roots ?? []).map((uri) => ({ uri })) },
+        }),
+      )
+    if (message.method !== undefined || !("id" in message)) return
+    answers.push(message)
+    if (message.id === null) return
+    waiters.get(message.id)?.(message)
+    waiters.delete(message.id)
+  })
+  const request = (id: string | number, method: string, params: Record<string, unknown> = {}) =>
+    new Promise<RawAnswer>((resolve) => {
+      waiters.set(id, resolve)
+      socket.send(JSON.stringify({ jsonrpc: "2.0", id, method, params }))
+    })
+  await request(options.initializeId ?? 0, "initialize", {
+    protocolVersion: "2025-06-18",
+    capabilities: options.roots !== undefined ? { roots: {} } : {},
+    clientInfo: { name: "raw-ws-test", version: "1.0.0" },
+  })
+  socket.send(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }))
+  const close = () =>
+    new Promise<void>((resolve) => {
+      if (socket.readyState === WebSocket.CLOSED) return resolve()
+      socket.once("close", () => resolve())
+      socket.close()
+    })
+  return { socket, request, sendText: (text) => socket.send(text), answers, close }
 }
 
 /** Closes every client, ends every process started here (and daemons shims started), removes temp dirs. */
@@ -526,6 +654,7 @@ export const cleanup = async (): Promise<void> => {
     )
   }
   dataDirs.clear()
+  dataDirByUrl.clear()
   for (const path of tempPaths) rmSync(path, { recursive: true, force: true })
   tempPaths.clear()
 }

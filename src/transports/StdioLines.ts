@@ -1,0 +1,151 @@
+/**
+ * An MCP SDK `Transport` over newline-delimited JSON-RPC on a readable and a writable stream
+ * (stdin/stdout): what `serve --stdio` and the `mnemos mcp` shim speak to their client. It
+ * replaces the SDK's StdioServerTransport, which drops a line it cannot parse without a word and
+ * closes the whole transport at its first line over 10 MiB.
+ *
+ * Every line is taken or answered (JsonRpcText.ts): not JSON is -32700 (id null), not a JSON-RPC
+ * message -32600 (with its id when it has one), and a line longer than `stdioLineBytesMax` -32600
+ * with its id when one can be found at either end of the line. A line over the limit is never
+ * held whole: past the limit only its first and last `cutMessageEndBytes` are kept while the rest
+ * streams by, so memory stays bounded whatever a client writes. Blank lines are ignored, a
+ * trailing CR is dropped. The transport never closes itself: its owner ends it with the input.
+ */
+import type { Readable, Writable } from "node:stream"
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
+import {
+  cutMessageEndBytes,
+  decodeJsonRpcText,
+  errorReply,
+  idOfCutMessage,
+  jsonRpcMessageBytesMax,
+  type ReplyId,
+  tooLong,
+} from "./JsonRpcText.ts"
+
+/** Longest line taken, in bytes (the limit of a WebSocket message too). */
+export const stdioLineBytesMax = jsonRpcMessageBytesMax
+
+const newline = 0x0a
+
+/** What is kept of a line past the limit: its length, first and last bytes. */
+interface CutLine {
+  bytes: number
+  readonly head: Buffer
+  tail: Buffer
+}
+
+/** A Transport over newline-delimited JSON-RPC. */
+export class StdioLineTransport implements Transport {
+  onclose?: () => void
+  onerror?: (error: Error) => void
+  onmessage?: (message: JSONRPCMessage) => void
+  private parts: Array<Buffer> = []
+  private partsBytes = 0
+  private cut: CutLine | undefined
+  private started = false
+
+  constructor(
+    private readonly input: Readable = process.stdin,
+    private readonly output: Writable = process.stdout,
+    private readonly lineBytesMax = stdioLineBytesMax,
+  ) {}
+
+  async start(): Promise<void> {
+    if (this.started) throw new Error("StdioLineTransport already started")
+    this.started = true
+    this.input.on("data", this.onData)
+    this.input.on("error", this.onInputError)
+  }
+
+  private readonly onInputError = (error: Error) => this.onerror?.(error)
+
+  private readonly onData = (chunk: Buffer | string) => {
+    const bytes = typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk
+    let from = 0
+    for (let end = bytes.indexOf(newline, from); end !== -1; end = bytes.indexOf(newline, from)) {
+      this.take(bytes.subarray(from, end))
+      this.endLine()
+      from = end + 1
+    }
+    if (from < bytes.length) this.take(bytes.subarray(from))
+  }
+
+  /** Adds part of the current line, switching to keeping only its ends once it is too long. */
+  private take(part: Buffer): void {
+    if (this.cut !== undefined) {
+      this.cut.bytes += part.length
+      this.cut.tail = lastBytes(Buffer.concat([this.cut.tail, part]), cutMessageEndBytes)
+      return
+    }
+    if (this.partsBytes + part.length <= this.lineBytesMax) {
+      this.parts.push(part)
+      this.partsBytes += part.length
+      return
+    }
+    const sofar = Buffer.concat([...this.parts, part])
+    this.cut = {
+      bytes: sofar.length,
+      head: Buffer.from(sofar.subarray(0, cutMessageEndBytes)),
+      tail: lastBytes(sofar, cutMessageEndBytes),
+    }
+    this.parts = []
+    this.partsBytes = 0
+  }
+
+  private endLine(): void {
+    const cut = this.cut
+    const parts = this.parts
+    this.cut = undefined
+    this.parts = []
+    this.partsBytes = 0
+    if (cut !== undefined) {
+      const id = idOfCutMessage(cut.head.toString("utf8"), cut.tail.toString("utf8").replace(/\r$/, ""))
+      const refused = tooLong(id, cut.bytes, this.lineBytesMax)
+      this.reply(refused.id, refused.code, refused.error)
+      return
+    }
+    const line = Buffer.concat(parts).toString("utf8").replace(/\r$/, "")
+    if (line.trim() === "") return
+    const decoded = decodeJsonRpcText(line)
+    if ("message" in decoded) this.deliver(decoded.message)
+    else this.reply(decoded.id, decoded.code, decoded.error)
+  }
+
+  private deliver(message: JSONRPCMessage): void {
+    try {
+      this.onmessage?.(message)
+    } catch (error) {
+      this.onerror?.(error instanceof Error ? error : new Error(String(error)))
+    }
+  }
+
+  private reply(id: ReplyId, code: number, message: string): void {
+    this.onerror?.(new Error(message))
+    void this.write(`${JSON.stringify(errorReply(id, code, message))}\n`)
+  }
+
+  private write(text: string): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.output.write(text)) resolve()
+      else this.output.once("drain", resolve)
+    })
+  }
+
+  send(message: JSONRPCMessage): Promise<void> {
+    return this.write(`${JSON.stringify(message)}\n`)
+  }
+
+  async close(): Promise<void> {
+    this.input.off("data", this.onData)
+    this.input.off("error", this.onInputError)
+    if (this.input.listenerCount("data") === 0) this.input.pause()
+    this.parts = []
+    this.cut = undefined
+    this.onclose?.()
+  }
+}
+
+const lastBytes = (buffer: Buffer, count: number): Buffer =>
+  Buffer.from(buffer.subarray(Math.max(0, buffer.length - count)))

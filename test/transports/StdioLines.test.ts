@@ -1,0 +1,107 @@
+/**
+ * The stdio line transport (transports/StdioLines.ts) in process: whatever the chunking of the
+ * input, every line is delivered or answered exactly as a reference says — blank lines ignored,
+ * a line over the limit answered -32600 with the id found at either end, not JSON -32700 with id
+ * null, not JSON-RPC -32600 with its id — and nothing is ever held beyond the limit. Property
+ * tests print their fast-check seed (rerun with FC_SEED=<seed>).
+ */
+import { PassThrough } from "node:stream"
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
+import fc from "fast-check"
+import { beforeAll, describe, expect, it } from "vitest"
+import { decodeJsonRpcText, idOfCutMessage, tooLong } from "../../src/transports/JsonRpcText.ts"
+import { StdioLineTransport } from "../../src/transports/StdioLines.ts"
+
+const seed = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31)
+beforeAll(() => console.log(`StdioLines: fast-check seed ${seed} (rerun with FC_SEED=${seed})`))
+
+const lineBytesMax = 200
+
+/** Feeds `chunks` to a transport; what it delivered and what it answered, in order. */
+const run = async (chunks: ReadonlyArray<Buffer>) => {
+  const input = new PassThrough()
+  const output = new PassThrough()
+  const transport = new StdioLineTransport(input, output, lineBytesMax)
+  const seen: Array<unknown> = []
+  transport.onmessage = (message) => seen.push({ delivered: message })
+  output.on("data", (chunk: Buffer) => {
+    for (const line of chunk
+      .toString("utf8")
+      .split("\n")
+      .filter((text) => text !== ""))
+      seen.push({ answered: JSON.parse(line) })
+  })
+  await transport.start()
+  for (const chunk of chunks) input.write(chunk)
+  await new Promise((resolve) => setImmediate(resolve))
+  await transport.close()
+  return seen
+}
+
+/** What the transport must do with each line. */
+const reference = (lines: ReadonlyArray<string>) =>
+  lines.flatMap((line): Array<unknown> => {
+    const bytes = Buffer.byteLength(line)
+    const text = line.replace(/\r$/, "")
+    if (bytes > lineBytesMax) {
+      const refused = tooLong(idOfCutMessage(line.slice(0, 1024), text.slice(-1024)), bytes, lineBytesMax)
+      return [{ answered: { jsonrpc: "2.0", id: refused.id, error: { code: refused.code, message: refused.error } } }]
+    }
+    if (text.trim() === "") return []
+    const decoded = decodeJsonRpcText(text)
+    if ("message" in decoded) return [{ delivered: decoded.message }]
+    return [{ answered: { jsonrpc: "2.0", id: decoded.id, error: { code: decoded.code, message: decoded.error } } }]
+  })
+
+const message = fc.record({
+  jsonrpc: fc.constant("2.0"),
+  id: fc.oneof(fc.integer(), fc.string({ maxLength: 8 })),
+  method: fc.constantFrom("tools/list", "ping"),
+  params: fc.record({ text: fc.string({ maxLength: 300 }) }),
+})
+const line = fc.oneof(
+  message.map((value) => JSON.stringify(value)),
+  // The SDK's order: the id last (found in the tail of an oversize line).
+  message.map(({ id, ...rest }) => JSON.stringify({ ...rest, id })),
+  fc.string({ maxLength: 300 }),
+  fc.constantFrom("", " ", "{", '{"jsonrpc":"1.0","id":3}', "[]", "null", "\r"),
+)
+
+describe("StdioLineTransport", () => {
+  it("delivers or answers every line as the reference says, however the input is chunked", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(line, { maxLength: 20 }),
+        fc.array(fc.integer({ min: 1, max: 64 })),
+        async (lines, cuts) => {
+          lines = lines.filter((text) => !text.includes("\n"))
+          const stream = Buffer.from(lines.map((text) => `${text}\n`).join(""), "utf8")
+          const chunks: Array<Buffer> = []
+          let from = 0
+          for (const size of cuts) {
+            if (from >= stream.length) break
+            chunks.push(stream.subarray(from, from + size))
+            from += size
+          }
+          if (from < stream.length) chunks.push(stream.subarray(from))
+          expect(await run(chunks)).toEqual(reference(lines))
+        },
+      ),
+      { seed, numRuns: 200 },
+    )
+  })
+
+  it("a line over the limit is answered with its id, found at its start or its end", async () => {
+    const long = "x".repeat(lineBytesMax)
+    const seen = await run([
+      Buffer.from(`{"jsonrpc":"2.0","id":"first","method":"ping","params":{"t":"${long}"}}\n`),
+      Buffer.from(`{"method":"ping","params":{"t":"${long}"},"jsonrpc":"2.0","id":42}\n`),
+      Buffer.from(`{"method":"ping","params":{"id":7,"t":"${long}"}}\n`),
+    ])
+    expect(seen.map((item) => (item as { answered: JSONRPCMessage & { id: unknown } }).answered.id)).toEqual([
+      "first",
+      42,
+      null, // a nested "id" is no request id
+    ])
+  })
+})
