@@ -25,7 +25,6 @@
  * The store generation (salt) comes from the stream's creation time: a checkpoint of an earlier
  * stream of the same name is refused (`GenerationMismatch`) instead of mixing two histories.
  */
-import type { JsMsg } from "@nats-io/jetstream"
 import { DeliverPolicy, JetStreamApiError, StorageType } from "@nats-io/jetstream"
 import { crc32c } from "@node-rs/crc32"
 import { Deferred, Effect, Exit, Layer } from "effect"
@@ -59,6 +58,16 @@ export const publishRetryForMs = 15_000
 export const duplicateWindowMs = 120_000
 /** How long opening waits for the messages after the checkpoint (a catch-up) before it fails. */
 export const catchUpTimeoutMs = 120_000
+/** How long one pull of the consumer waits for messages before the next (the client's minimum is 1 s). */
+const consumeExpiresMs = 5_000
+/** The server's heartbeat on an idle pull: two missed mean the consumer is lost (a node went away). */
+const consumeHeartbeatMs = 1_000
+/** After this long without a message while one is awaited, it is fetched directly and the consumer restarted. */
+const consumerStallMs = 1_000
+/** How often a replica checks how far the stream is ahead of what it received (and mends a stall). */
+const lagCheckMs = 5_000
+/** The pause before the consumer is started again after it ended. */
+const consumerRestartMs = 250
 /** Bytes of a message kept for NATS's own headers out of the server's payload limit. */
 const headerRoomBytes = 4096
 
@@ -89,6 +98,8 @@ interface InFlight {
   readonly msgId: string
   readonly lastSeq: number
 }
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 const apiCode = (error: unknown): number | undefined => (error instanceof JetStreamApiError ? error.code : undefined)
 
@@ -143,27 +154,21 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
   let counter = 0
   let appends = 0
   let wake: () => void = () => undefined
-  const waiters: Array<{ readonly through: number; readonly done: (error?: WalError) => void }> = []
+  const waiters: Array<{ readonly through: number; readonly done: () => void }> = []
   const daemonId = nats.settings.daemonId
   const runId = `${daemonId}.${Date.now().toString(36)}`
 
   const settleWaiters = () => {
-    for (let index = waiters.length - 1; index >= 0; index--) {
-      const waiter = waiters[index]!
-      if (broken !== undefined) waiter.done(broken)
-      else if (receivedThrough >= waiter.through) waiter.done()
-      else continue
-      waiters.splice(index, 1)
-    }
+    for (const waiter of [...waiters]) if (broken !== undefined || receivedThrough >= waiter.through) waiter.done()
   }
 
-  const decode = (message: JsMsg): Received | WalError => {
-    const bytes = Buffer.from(message.data.buffer, message.data.byteOffset, message.data.byteLength)
+  const decode = (position: number, data: Uint8Array, msgId: string | undefined): Received | WalError => {
+    const bytes = Buffer.from(data.buffer, data.byteOffset, data.byteLength)
     const records: Array<WalRecord> = []
     let offset = 0
     let seq = receivedNextSeq
     const corrupt = (why: string) =>
-      new WalError({ reason: "Corrupt", message: `${where}, position ${message.seq}: ${why}`, position: message.seq })
+      new WalError({ reason: "Corrupt", message: `${where}, position ${position}: ${why}`, position })
     while (offset < bytes.length) {
       const read = readRecordAt(bytes, offset)
       if (read._tag !== "Record") return corrupt(read._tag === "Bad" ? read.why : "a partial record")
@@ -176,65 +181,123 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
     if (records.length === 0) return corrupt("an empty batch")
     if (!(records[0]!.flags & batchStartFlag) || !(records[records.length - 1]!.flags & batchEndFlag))
       return corrupt("not a whole batch")
-    const msgId = message.headers?.get("Nats-Msg-Id") || undefined
     const origin = msgId?.split(".")[0] ?? "unknown"
     const last = records.length - 1
-    records[last] = { ...records[last]!, position: message.seq, origin }
+    records[last] = { ...records[last]!, position, origin }
     receivedNextSeq = seq
-    return { position: message.seq, records, origin, msgId }
+    return { position, records, origin, msgId }
   }
 
-  const consumer = await nats.jetstream.consumers.get(name, {
-    deliver_policy: DeliverPolicy.StartSequence,
-    opt_start_seq: position + 1,
-  })
-  const messages = await consumer.consume()
+  /**
+   * Takes in the message at `at`, from the consumer or a direct get, if it is the next one (anything
+   * else was received already, or comes after a gap the next one fills first).
+   */
+  const accept = (at: number, data: Uint8Array, msgId: string | undefined): void => {
+    if (broken !== undefined || at !== receivedThrough + 1) return
+    const batch = decode(at, data, msgId)
+    if (batch instanceof WalError) {
+      broken = batch
+      settleWaiters()
+      return
+    }
+    // An own batch acknowledged before it came back is applied already.
+    if (batch.position > position) received.set(batch.position, batch)
+    receivedThrough = batch.position
+    lastReceivedAt = Date.now()
+    settleWaiters()
+    wake()
+  }
+
+  // The consumer: every message after what is received, in order. It is started again (from what
+  // is received) when it ends or stalls: a server that went away takes its consumer with it.
+  let closed = false
+  let lastReceivedAt = Date.now()
+  let current: { readonly stop: () => void } | undefined
   void (async () => {
-    try {
-      for await (const message of messages) {
-        if (message.seq <= receivedThrough) continue
-        const batch = decode(message)
-        if (batch instanceof WalError) {
-          broken = batch
-          break
+    while (!closed && broken === undefined) {
+      try {
+        const consumer = await nats.jetstream.consumers.get(name, {
+          deliver_policy: DeliverPolicy.StartSequence,
+          opt_start_seq: receivedThrough + 1,
+        })
+        // Short pulls and heartbeats: a lost consumer is noticed within seconds.
+        const messages = await consumer.consume({ expires: consumeExpiresMs, idle_heartbeat: consumeHeartbeatMs })
+        current = { stop: () => void messages.stop() }
+        if (closed) messages.stop()
+        for await (const message of messages) {
+          accept(message.seq, message.data, message.headers?.get("Nats-Msg-Id") || undefined)
+          if (closed || broken !== undefined) break
         }
-        // An own batch acknowledged before it came back is applied already.
-        if (batch.position > position) received.set(batch.position, batch)
-        receivedThrough = batch.position
-        settleWaiters()
-        wake()
+      } catch {
+        // Not reachable now: try again shortly.
       }
-    } catch (error) {
-      broken ??= new WalError({
-        reason: "Unavailable",
-        message: `${where}: the consumer stopped: ${error instanceof Error ? error.message : String(error)}`,
-      })
+      current = undefined
+      if (!closed) await sleep(consumerRestartMs)
     }
     settleWaiters()
   })()
 
-  /** Resolves once every message through `through` is received. */
-  const received$ = (through: number, timeoutMs: number): Promise<void> =>
-    new Promise<void>((resolve, reject) => {
-      if (broken !== undefined) return reject(broken)
-      if (receivedThrough >= through) return resolve()
-      const timer = setTimeout(() => {
-        const index = waiters.findIndex((waiter) => waiter.done === done)
-        if (index >= 0) waiters.splice(index, 1)
-        reject(
-          new WalError({
-            reason: "Unavailable",
-            message: `${where}: position ${through} was not received within ${timeoutMs / 1000} s (received through ${receivedThrough})`,
-          }),
-        )
-      }, timeoutMs)
-      const done = (error?: WalError) => {
-        clearTimeout(timer)
-        if (error !== undefined) reject(error)
-        else resolve()
-      }
-      waiters.push({ through, done })
-    })
+  /** Fetches the messages after what is received, through `through`, one by one (the consumer lags). */
+  const fetchDirectly = async (through: number) => {
+    while (receivedThrough < through && broken === undefined && !closed) {
+      const at = receivedThrough + 1
+      const stored = await nats.manager.streams.getMessage(name, { seq: at })
+      if (stored === null) return
+      accept(at, stored.data, stored.header?.get("Nats-Msg-Id") || undefined)
+    }
+  }
+
+  // The lag watchdog: an idle replica has nobody waiting for messages, so it looks for itself how far
+  // the stream is ahead; a consumer that stopped delivering is started again and the gap fetched.
+  let streamLast = info.state.last_seq
+  const watchdog = setInterval(() => {
+    void nats.manager.streams
+      .info(name)
+      .then(async (latest) => {
+        streamLast = latest.state.last_seq
+        if (streamLast > receivedThrough && Date.now() - lastReceivedAt >= lagCheckMs) {
+          current?.stop()
+          await fetchDirectly(streamLast)
+        }
+      })
+      .catch(() => undefined)
+  }, lagCheckMs)
+  watchdog.unref()
+
+  /**
+   * Resolves once every message through `through` is received: from the consumer, or, when it has
+   * delivered nothing for `consumerStallMs`, fetched directly (and the consumer started again).
+   */
+  const received$ = async (through: number, timeoutMs: number): Promise<void> => {
+    const deadline = Date.now() + timeoutMs
+    while (receivedThrough < through) {
+      if (broken !== undefined) throw broken
+      if (closed) throw new WalError({ reason: "Unavailable", message: `${where}: the log is closed` })
+      if (Date.now() >= deadline)
+        throw new WalError({
+          reason: "Unavailable",
+          message: `${where}: position ${through} was not received within ${timeoutMs / 1000} s (received through ${receivedThrough})`,
+        })
+      const progressed = await new Promise<boolean>((resolve) => {
+        const waiter = {
+          through: receivedThrough + 1,
+          done: () => {
+            clearTimeout(timer)
+            waiters.splice(waiters.indexOf(waiter), 1)
+            resolve(true)
+          },
+        }
+        const timer = setTimeout(() => {
+          waiters.splice(waiters.indexOf(waiter), 1)
+          resolve(false)
+        }, consumerStallMs)
+        waiters.push(waiter)
+      })
+      if (progressed) continue
+      if (Date.now() - lastReceivedAt >= consumerStallMs) current?.stop()
+      await fetchDirectly(through).catch(() => undefined)
+    }
+  }
 
   // Catch up: everything the stream held when opened is the replay.
   const lastAtOpen = info.state.last_seq
@@ -389,7 +452,7 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
     nextSeq,
     salt,
     position,
-    lag: Math.max(0, receivedThrough - position),
+    lag: Math.max(0, Math.max(streamLast, receivedThrough) - position),
   })
   const wal: Wal = {
     queueBatch,
@@ -399,8 +462,10 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
     releaseThrough: () => Effect.succeed(0),
     stats,
     close: () =>
-      Effect.promise(async () => {
-        await messages.close().catch(() => undefined)
+      Effect.sync(() => {
+        closed = true
+        clearInterval(watchdog)
+        current?.stop()
       }),
     batchBytesMax,
     shared,
