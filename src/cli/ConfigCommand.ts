@@ -2,7 +2,7 @@
  * `mnemos config`: the effective configuration, and where each value came from — a flag, the
  * environment, the data directory's config.json, or the default.
  *
- * It takes the same flags as `mnemos serve` (`--data-dir`, `--host`, `--port`, `--udp-port`), so
+ * It takes the same flags as `mnemos serve` (`--data-dir`, `--host`, `--port`, `--udp-port`, `--nats*`), so
  * `mnemos config --port 8000` shows what `mnemos serve --port 8000` would use. It reads; it never
  * takes the lock or writes. A config.json that does not decode is shown with its error (and the
  * command exits 1, as a start would fail).
@@ -13,10 +13,21 @@ import { builtinKinds } from "../privacy/PrivacyFilter.ts"
 import { type DataDirSource, resolveDataDir } from "../stores/DataDir.ts"
 import { readDataDirConfig } from "../stores/DataDirConfig.ts"
 import { defaultHost, defaultPort, readDaemonInfo } from "../transports/Daemon.ts"
+import {
+  defaultNatsPrefix,
+  type NatsFlags,
+  natsCredsFlag,
+  natsFlag,
+  natsPrefixFlag,
+  natsReplicasFlag,
+  noNatsFlags,
+  resolveNats,
+  type Sourced,
+} from "./NatsFlags.ts"
 import { dataDirFlag } from "./ServeCommand.ts"
 
-/** Where a value came from. */
-export type ConfigSource = "flag" | "environment" | "config file" | "default"
+/** Where a value came from ("membership": the data directory's shared-memory.json). */
+export type ConfigSource = "flag" | "environment" | "config file" | "membership" | "default"
 
 /** One effective setting. */
 export interface ConfigValue {
@@ -39,7 +50,13 @@ const dataDirSources: Record<DataDirSource, { source: ConfigSource; from: string
 
 /** The effective settings for these flag values (`undefined`: not given) and environment. */
 export const effectiveConfig = (
-  flags: { readonly dataDir?: string; readonly host?: string; readonly port?: number; readonly udpPort?: number },
+  flags: {
+    readonly dataDir?: string
+    readonly host?: string
+    readonly port?: number
+    readonly udpPort?: number
+    readonly nats?: NatsFlags
+  },
   env: NodeJS.ProcessEnv = process.env,
 ): { readonly values: ReadonlyArray<ConfigValue>; readonly error: string | undefined } => {
   const location = resolveDataDir(flags.dataDir, env)
@@ -81,8 +98,30 @@ export const effectiveConfig = (
     ),
     ...fromFile(file?.file.privacy?.patterns !== undefined),
   })
+  const nats = resolveNats(flags.nats ?? noNatsFlags, location.path)
+  const sourced = (key: string, setting: Sourced<unknown> | undefined, fallback: unknown, fallbackFrom: string) =>
+    values.push(
+      setting === undefined
+        ? { key, value: fallback, source: "default", from: fallbackFrom }
+        : { key, value: setting.value, source: sourceOf(setting.source), from: setting.source },
+    )
+  sourced("nats.servers", nats.servers, [], "not shared: a local memory")
+  sourced("nats.prefix", nats.prefix, defaultNatsPrefix, "built in")
+  sourced("nats.replicas", nats.replicas, "3 on a cluster, else 1", "built in")
+  sourced("nats.creds", nats.creds, "(none)", "built in")
   return { values, error: Result.isFailure(config) ? config.failure : undefined }
 }
+
+const sourceOf = (from: string): ConfigSource =>
+  from.startsWith("--")
+    ? "flag"
+    : from.startsWith("MNEMOS_")
+      ? "environment"
+      : from.startsWith("config.json")
+        ? "config file"
+        : from.startsWith("shared-memory.json")
+          ? "membership"
+          : "default"
 
 const show = (value: unknown) =>
   Array.isArray(value) ? (value.length === 0 ? "(none)" : value.join(", ")) : String(value)
@@ -94,15 +133,20 @@ export const configCommand = Command.make(
     host: Flag.String("host").pipe(Flag.withDescription("As for mnemos serve"), Flag.optional),
     port: Flag.Int("port").pipe(Flag.withDescription("As for mnemos serve"), Flag.optional),
     udpPort: Flag.Int("udp-port").pipe(Flag.withDescription("As for mnemos serve"), Flag.optional),
+    nats: natsFlag,
+    natsPrefix: natsPrefixFlag,
+    natsReplicas: natsReplicasFlag,
+    natsCreds: natsCredsFlag,
     json: Flag.Boolean("json").pipe(Flag.withDescription("Print JSON"), Flag.withDefault(false)),
   },
-  Effect.fn(function* ({ dataDir, host, port, udpPort, json }) {
+  Effect.fn(function* ({ dataDir, host, port, udpPort, json, ...nats }) {
     const given = <A>(option: Option.Option<A>) => Option.getOrUndefined(option)
     const flags = {
       ...(Option.isSome(dataDir) ? { dataDir: dataDir.value } : {}),
       ...(Option.isSome(host) ? { host: host.value } : {}),
       ...(Option.isSome(port) ? { port: port.value } : {}),
       ...(given(udpPort) !== undefined ? { udpPort: given(udpPort)! } : {}),
+      nats,
     }
     const { values, error } = effectiveConfig(flags)
     const dataDirPath = String(values[0]!.value)

@@ -16,6 +16,7 @@ import { dirname, join } from "node:path"
 import { Console, Effect, Option, Result, Schema } from "effect"
 import { Command, Flag } from "effect/cli"
 import type { StoreHealth } from "../actors/StoreActor.ts"
+import { domainStores } from "../Engine.ts"
 import { defaultModelName, packagedModelDir } from "../search/Embedder.ts"
 import { openLmdbPersistence } from "../search/SearchPersistence.ts"
 import { defaultVocabularySize, isStaticModelCurrent } from "../search/StaticModelBuild.ts"
@@ -30,9 +31,11 @@ import {
 } from "../stores/DataDir.ts"
 import { dataDirConfigFileName, readDataDirConfig } from "../stores/DataDirConfig.ts"
 import { looseEntries } from "../stores/DataDirPermissions.ts"
+import { readMembership } from "../stores/SharedMemory.ts"
 import { checkStoreLog, storeDirs } from "../stores/WalRepair.ts"
 import { defaultHost, ping, readDaemonInfo } from "../transports/Daemon.ts"
 import { fetchDaemonStats, runningDaemon } from "./HealthCommand.ts"
+import { noNatsFlags, resolveNats, settingsOf } from "./NatsFlags.ts"
 import { dataDirFlag, portFlag } from "./ServeCommand.ts"
 
 /** Below this much free space a write may fail soon. */
@@ -318,6 +321,71 @@ const checkIndexLag = (dir: string, lastSeqs: ReadonlyMap<string, number>): Find
   }
 }
 
+/** How long doctor waits for NATS. */
+const natsProbeTimeoutMs = 3_000
+
+/**
+ * The shared memory, when the data directory is in one (or configured for one): NATS reachable, the
+ * stores' streams and, with a daemon running, how far each store is behind its stream.
+ */
+const checkSharedMemory = (dir: string, stores: ReadonlyArray<StoreHealth> | undefined) =>
+  Effect.gen(function* () {
+    const resolved = resolveNats(noNatsFlags, dir)
+    const membership = readMembership(dir)
+    if (resolved.servers === undefined)
+      return [ok("shared memory", "none: a local memory (serve --nats URL shares one; docs/scaling.md)")]
+    const settings = settingsOf(resolved, membership?.daemonId ?? "doctor")!
+    const where = `"${settings.prefix}" on NATS ${settings.servers.join(", ")}`
+    const findings: Array<Finding> = []
+    if (membership === undefined)
+      findings.push(
+        warn(
+          "shared memory",
+          `configured (${resolved.servers.source}) but this data directory has not joined ${where}`,
+          `mnemos cluster join --data-dir ${dir}  (moves a local memory in; an empty data directory joins on its first start)`,
+        ),
+      )
+    const reached = yield* Effect.scoped(
+      Effect.gen(function* () {
+        const { makeNats } = yield* Effect.promise(() => import("../stores/Nats.ts"))
+        const { streamNameOf } = yield* Effect.promise(() => import("../stores/JetStreamWal.ts"))
+        const nats = yield* makeNats(settings)
+        const streams: Array<string> = []
+        for (const store of domainStores) {
+          const info = yield* Effect.promise(() =>
+            nats.manager.streams.info(streamNameOf(settings.prefix, store.name)).catch(() => undefined),
+          )
+          const position = stores?.find((health) => health.name === store.name)?.wal?.position
+          if (info !== undefined)
+            streams.push(
+              `${store.name} ${info.state.last_seq}${position !== undefined ? ` (behind by ${Math.max(0, info.state.last_seq - position)})` : ""}`,
+            )
+        }
+        return { server: nats.connection.getServer(), streams }
+      }),
+    ).pipe(Effect.timeoutOption(natsProbeTimeoutMs), Effect.result)
+    if (reached._tag === "Failure" || reached.success._tag === "None") {
+      const why =
+        reached._tag === "Failure" ? reached.failure.message : `no answer within ${natsProbeTimeoutMs / 1000} s`
+      findings.push(
+        fail(
+          "shared memory",
+          `NATS unreachable for ${where}: ${why}; writes fail with Unavailable while reads serve the local copy`,
+          "start the NATS servers (or check --nats and the network), or `mnemos cluster leave` to keep a local copy",
+        ),
+      )
+      return findings
+    }
+    const { server, streams } = reached.success.value
+    findings.push(
+      ok(
+        "shared memory",
+        `${where}: connected to ${server}; stream positions ${streams.length > 0 ? streams.join(", ") : "(no stream yet)"}`,
+      ),
+    )
+    return findings
+  })
+
 /** Every check, in order. */
 export const runChecks = (location: DataDirLocation, port: number) =>
   Effect.gen(function* () {
@@ -330,6 +398,7 @@ export const runChecks = (location: DataDirLocation, port: number) =>
     const daemon = yield* checkDaemon(dir, port)
     findings.push(...daemon.findings)
     findings.push(checkModel(dir), checkDisk(dir))
+    if (exists) findings.push(...(yield* checkSharedMemory(dir, daemon.stores)))
     if (exists) {
       const stores = yield* checkStores(dir, lock.ownerAlive, daemon.stores)
       findings.push(...stores.findings)

@@ -44,6 +44,14 @@ export interface NatsFlags {
   readonly natsCreds: Option.Option<string>
 }
 
+/** No `--nats*` flag given (for commands that only read the other sources). */
+export const noNatsFlags: NatsFlags = {
+  nats: Option.none(),
+  natsPrefix: Option.none(),
+  natsReplicas: Option.none(),
+  natsCreds: Option.none(),
+}
+
 /** A shared memory could not be joined as asked; the message says why and what to do. */
 export class SharedMemoryRefused extends Schema.TaggedError<SharedMemoryRefused>()("SharedMemoryRefused", {
   message: Schema.String,
