@@ -6,6 +6,7 @@ import { NodeServices } from "@effect/platform-node"
 import { Effect, Logger } from "effect"
 import { Command } from "effect/cli"
 import { versionLine } from "./cli/BuildInfo.ts"
+import { clusterCommand } from "./cli/ClusterCommands.ts"
 import { compactCommand } from "./cli/CompactCommand.ts"
 import { configCommand } from "./cli/ConfigCommand.ts"
 import { dashboardCommand } from "./cli/DashboardCommand.ts"
@@ -36,6 +37,7 @@ const mnemos = Command.make("mnemos").pipe(
     healthCommand,
     repairCommand,
     compactCommand,
+    clusterCommand,
     configCommand,
   ]),
   withForceFlag,

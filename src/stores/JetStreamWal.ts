@@ -519,3 +519,96 @@ export const jetStreamLogs: Layer.Layer<StoreLogs, never, Nats> = Layer.effect(
     })
   }),
 )
+
+/** What `publishSnapshot` sent. */
+export interface PublishedSnapshot {
+  readonly entries: number
+  readonly messages: number
+  readonly bytes: number
+}
+
+/**
+ * Moves a local store into the empty stream of a shared memory: its whole state, as snapshot records
+ * (kernel record type `snapshotRecordType`, `[[key, value], ...]`), in as many messages as the
+ * server's payload limit needs, each a batch of its own, chained (the first expects an empty stream,
+ * each next one the one before). Every replica loads them as it applies any batch. Fails when the stream
+ * is not empty; when a publish fails, deletes the (empty before) stream again, so nothing half moved in
+ * stays. Every entry must fit one NATS message (the server's max_payload).
+ */
+export const publishSnapshot = async (
+  nats: Nats["Service"],
+  store: string,
+  entries: Iterable<readonly [string, unknown]>,
+  snapshotRecordType: number,
+): Promise<PublishedSnapshot> => {
+  const name = streamNameOf(nats.settings.prefix, store)
+  const subject = subjectOf(nats.settings.prefix, store)
+  const info = await ensureStream(nats, name, subject)
+  if (info.state.messages > 0 || info.state.last_seq > 0)
+    throw new Error(
+      `stream ${name} already holds ${info.state.messages} message(s): only an empty stream takes a local store`,
+    )
+  const salt = streamSalt(name, info.created)
+  const messageBytesMax = Math.max(64 * 1024, (nats.connection.info?.max_payload ?? 1024 * 1024) - headerRoomBytes)
+  const recordBytesMax = Math.min(256 * 1024, messageBytesMax - recordHeaderBytes)
+  const runId = `${nats.settings.daemonId}.join${Date.now().toString(36)}`
+  let seq = 1
+  let messages = 0
+  let bytes = 0
+  let count = 0
+  let lastMsgId: string | undefined
+  let records: Array<string> = []
+  let recordsBytes = 0
+  let chunk: Array<readonly [string, unknown]> = []
+  let chunkBytes = 2
+  const send = async () => {
+    if (records.length === 0) return
+    const buffer = Buffer.allocUnsafe(recordsBytes)
+    let end = 0
+    for (let index = 0; index < records.length; index++) {
+      const flags = (index === 0 ? batchStartFlag : 0) | (index === records.length - 1 ? batchEndFlag : 0)
+      end = encodeRecordInto(buffer, end, {
+        seq: seq++,
+        salt,
+        type: snapshotRecordType,
+        flags,
+        payload: records[index]!,
+      })
+    }
+    const msgId = `${runId}.${++messages}`
+    await nats.jetstream.publish(subject, buffer.subarray(0, end), {
+      msgID: msgId,
+      expect: lastMsgId === undefined ? { lastSequence: 0 } : { lastMsgID: lastMsgId },
+      timeout: publishRetryForMs,
+    })
+    lastMsgId = msgId
+    bytes += end
+    records = []
+    recordsBytes = 0
+  }
+  const closeRecord = async () => {
+    if (chunk.length === 0) return
+    const payload = JSON.stringify(chunk)
+    const size = recordHeaderBytes + Buffer.byteLength(payload)
+    if (recordsBytes + size > messageBytesMax) await send()
+    records.push(payload)
+    recordsBytes += size
+    chunk = []
+    chunkBytes = 2
+  }
+  try {
+    for (const entry of entries) {
+      const size = Buffer.byteLength(JSON.stringify(entry)) + 1
+      if (chunkBytes + size > recordBytesMax) await closeRecord()
+      chunk.push(entry)
+      chunkBytes += size
+      count++
+    }
+    await closeRecord()
+    await send()
+  } catch (error) {
+    await nats.manager.streams.delete(name).catch(() => undefined)
+    throw error
+  }
+  return { entries: count, messages, bytes }
+}

@@ -247,7 +247,13 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
             // snapshot until its last record: a load cut short is started again from scratch.
             for (const [key, value] of payload as Array<readonly [string, unknown]>) overlay.put(key, value)
             const last = (record.flags & batchEndFlag) !== 0
-            commits.enqueue(overlay.changes(), last ? record.seq : (snapshot?.firstSeq ?? record.seq) - 1, batchBytes)
+            commits.enqueue(
+              overlay.changes(),
+              last ? record.seq : (snapshot?.firstSeq ?? record.seq) - 1,
+              batchBytes,
+              last ? record.position : undefined,
+            )
+            if (last && record.position !== undefined) appliedPosition = record.position
             applied.push(kernelRecord(record.seq, restartedAt))
             overlay = new Overlay(view)
             batchBytes = 0
