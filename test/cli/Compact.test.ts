@@ -51,7 +51,7 @@ describe("deleted means gone", () => {
     assert.isFalse(rebuilt.isError, rebuilt.text)
     assert.deepStrictEqual(filesHolding(daemon.dataDir, secretBody), [], "rebuild_index leaves the body nowhere")
 
-    const compacted = await runCli(["compact", "--data-dir", daemon.dataDir])
+    const compacted = await runCli(["compact", "--data-dir", daemon.dataDir], 120_000)
     assert.strictEqual(compacted.code, 0, compacted.output)
     assert.include(compacted.output, "through the daemon")
     assert.deepStrictEqual(filesHolding(daemon.dataDir, secretObservation), [], "mnemos compact leaves it nowhere")
@@ -71,7 +71,7 @@ describe("deleted means gone", () => {
     // Without a daemon, `mnemos compact` opens the data directory itself.
     await client.close()
     await daemon.stop()
-    const offline = await runCli(["compact", "--data-dir", daemon.dataDir])
+    const offline = await runCli(["compact", "--data-dir", daemon.dataDir], 120_000)
     assert.strictEqual(offline.code, 0, offline.output)
     assert.include(offline.output, "opened here")
     assert.include(offline.output, "graph")

@@ -715,7 +715,7 @@ describe("crash simulation on the simulated disk", () => {
   })
 
   it("a multi-record batch torn across sectors: the store opens, reports the torn tail, keeps every acknowledged write", async () => {
-    const { torn, refusals } = await tornWrite(3, 300)
+    const { torn, refusals } = await tornWrite(3, 450)
     // A power cut is not corruption: the store must open after every one of them.
     assert.deepStrictEqual(refusals, [])
     assert.isAbove(torn, 10)

@@ -103,7 +103,7 @@ describe("a full disk under the daemon", () => {
       acknowledged,
     )
     assert.strictEqual((await graphHealth(daemon)).state, "degraded")
-    const health = await runCli(["health", "--data-dir", dataDir])
+    const health = await runCli(["health", "--data-dir", dataDir], 120_000)
     assert.include(health.output, "degraded")
     assert.include(health.output, "disk full")
 
