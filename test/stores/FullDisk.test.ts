@@ -25,8 +25,9 @@ import {
 } from "../transports/harness.ts"
 
 /** The tmpfs under the stores, and the part of it the ballast takes. */
-const storesTmpfsBytes = 40 * 1024 * 1024
-const ballastBytes = 8 * 1024 * 1024
+const storesTmpfsBytes = 48 * 1024 * 1024
+/** Freed, it leaves room for every store to start a new log segment (4 MiB each) and still resume. */
+const ballastBytes = 16 * 1024 * 1024
 /** One write: an entity with three observations of 60 kB (each under the 64 KiB limit). */
 const observationBytes = 60_000
 
@@ -109,16 +110,20 @@ describe("a full disk under the daemon", () => {
 
     // Space returns: writes resume without a restart by hand.
     writeFileSync(freeFlag, "")
+    let lastRefusal = ""
     const resumed = await waitFor(
       "a write after the ballast is gone",
       async () => {
         const result = await callTool(client, "create_entities", {
           entities: [{ name: "after-space-returned", entityType: "t", observations: ["small"] }],
         })
+        if (result.isError) lastRefusal = result.text
         return result.isError ? undefined : result
       },
       30_000,
-    )
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}; the last refusal: ${lastRefusal}`)
+    })
     assert.isFalse(resumed.isError)
     assert.strictEqual((await graphHealth(daemon)).state, "running")
     assert.isTrue(existsSync(freeFlag))
