@@ -27,12 +27,19 @@ import { Embedder } from "./Embedder.ts"
 import type { SearchFilter, SearchHit, SearchMode } from "./Ranking.ts"
 import type { AnySearchSource, GroupDocuments, SearchDocument } from "./SearchDocument.ts"
 import { type IndexStats, noVector, type PendingEmbedding, SearchIndex, type Timeline } from "./SearchIndex.ts"
-import { makeMemoryPersistence, openLmdbPersistence, type SearchPersistence } from "./SearchPersistence.ts"
+import {
+  makeMemoryPersistence,
+  openLmdbPersistence,
+  type PersistedGroup,
+  type SearchPersistence,
+} from "./SearchPersistence.ts"
 
 /** How often the index catches up with the bus when nobody searches. */
 export const backgroundDrainIntervalMs = 25
-/** Groups applied per lock hold while warming (searches interleave between chunks). */
+/** Groups applied per lock hold while reconciling with a store (searches interleave between chunks). */
 export const warmChunkGroups = 2000
+/** Longest run of loading persisted documents before the event loop gets a turn (requests wait at most this). */
+export const warmSliceMs = 10
 /** Texts per embedding request to the worker. */
 export const embedChunkTexts = 512
 /** How long indexing waits for the model to load before its documents wait in the background. */
@@ -283,6 +290,7 @@ export const makeIndexer = (config: IndexerConfig) =>
               yield* embed(pending)
             }),
           )
+          yield* Effect.yieldNow
         }
         yield* locked(
           Effect.sync(() => {
@@ -304,35 +312,41 @@ export const makeIndexer = (config: IndexerConfig) =>
       if (modelId !== undefined) persistence.setModelId(modelId)
       const persistedSeqs = new Map<string, number | undefined>()
       for (const name of sources.keys()) persistedSeqs.set(name, persistence.seq(name))
-      let batch: Array<{ store: string; group: string; documents: ReadonlyArray<SearchDocument> }> = []
-      const flush = (groups: typeof batch) =>
-        locked(
+      const load = (group: PersistedGroup) => {
+        if (!sources.has(group.store)) {
+          for (const document of group.documents) {
+            persistence.removeDocument(group.store, group.group, document.id)
+            persistence.removeVector(document.id)
+          }
+          return
+        }
+        if (index.groupIds(group.store, group.group).length > 0) return // an event got there first
+        index.replaceGroup(group.store, group.group, group.documents)
+        for (const document of group.documents) {
+          const stored = modelChanged ? undefined : persistence.vector(document.id)
+          if (stored !== undefined) index.setVector(document.id, stored.hash, stored.vector)
+        }
+      }
+      // In slices of `warmSliceMs`, yielding to the event loop between them: requests are answered
+      // while a large index loads, each waiting at most one slice.
+      const persisted = persistence.groups()[Symbol.iterator]()
+      let loaded = false
+      while (!loaded) {
+        yield* locked(
           Effect.sync(() => {
-            for (const group of groups) {
-              if (!sources.has(group.store)) {
-                for (const document of group.documents) {
-                  persistence.removeDocument(group.store, group.group, document.id)
-                  persistence.removeVector(document.id)
-                }
-                continue
+            const sliceEnd = performance.now() + warmSliceMs
+            while (performance.now() < sliceEnd) {
+              const next = persisted.next()
+              if (next.done === true) {
+                loaded = true
+                return
               }
-              if (index.groupIds(group.store, group.group).length > 0) continue // an event got there first
-              index.replaceGroup(group.store, group.group, group.documents)
-              for (const document of group.documents) {
-                const stored = modelChanged ? undefined : persistence.vector(document.id)
-                if (stored !== undefined) index.setVector(document.id, stored.hash, stored.vector)
-              }
+              load(next.value)
             }
           }),
         )
-      for (const group of persistence.groups()) {
-        batch.push(group)
-        if (batch.length >= warmChunkGroups) {
-          yield* flush(batch)
-          batch = []
-        }
+        yield* Effect.yieldNow
       }
-      yield* flush(batch)
       for (const [name, seq] of persistedSeqs) if (seq !== undefined && !lastSeq.has(name)) lastSeq.set(name, seq)
       state = "warming"
       for (const source of sources.values()) {
@@ -345,8 +359,10 @@ export const makeIndexer = (config: IndexerConfig) =>
           yield* reconcile(source)
       }
       const missing = yield* locked(Effect.sync(() => index.missingVectors()))
-      for (let start = 0; start < missing.length; start += warmChunkGroups)
+      for (let start = 0; start < missing.length; start += warmChunkGroups) {
         yield* locked(embed(missing.slice(start, start + warmChunkGroups)))
+        yield* Effect.yieldNow
+      }
       state = "warm"
       warmed = true
     })
