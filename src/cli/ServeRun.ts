@@ -7,15 +7,10 @@ import { resolve } from "node:path"
 import { Console, Effect, Layer, Option, Schema } from "effect"
 import * as Engine from "../Engine.ts"
 import * as EditorServices from "../editor/EditorServices.ts"
-import { layerFromTelemetry } from "../editor/TelemetryFeeds.ts"
 import { encoderConfigOf } from "../search/EncoderLoader.ts"
 import { resolveDataDir } from "../stores/DataDir.ts"
-import { catalogue, defaultToolsets, toolsets as knownToolsets, selectTools } from "../tools/Catalogue.ts"
-import { ensureToken, ping, removeDaemonInfo, writeDaemonInfo } from "../transports/Daemon.ts"
-import { isLoopback, startHttpServer } from "../transports/HttpServer.ts"
-import { serveStdio } from "../transports/Stdio.ts"
-import { makeTelemetry, Telemetry, telemetryResources } from "../transports/Telemetry.ts"
-import { startUdpListener } from "../transports/Udp.ts"
+import { defaultToolsets, toolsets as knownToolsets, selectTools } from "../tools/Catalogue.ts"
+import { ping } from "../transports/Daemon.ts"
 import { versionLine } from "./BuildInfo.ts"
 import { shutdownSignal } from "./Main.ts"
 
@@ -32,27 +27,8 @@ export interface ServeOptions {
   readonly model: Option.Option<string>
 }
 
-/** The daemon could not start. */
+/** `mnemos serve` cannot start as asked (an unknown toolset, a directory without a model). */
 export class ServeFailed extends Schema.TaggedError<ServeFailed>()("ServeFailed", { message: Schema.String }) {}
-
-/** The MCP client configuration that reaches this data directory through the stdio shim. */
-export const clientConfig = (dataDir: string): string =>
-  JSON.stringify(
-    {
-      mcpServers: {
-        mnemos: {
-          command: process.execPath,
-          args: [...process.execArgv, resolve(process.argv[1] ?? "mnemos"), "mcp", "--data-dir", dataDir],
-        },
-      },
-    },
-    null,
-    2,
-  )
-
-/** The loopback address UDP binds: the daemon's own when that is loopback, else 127.0.0.1. */
-const udpHostFor = (host: string) =>
-  isLoopback(host) && host !== "localhost" ? host.replace(/^\[|\]$/g, "") : "127.0.0.1"
 
 /** The embedding model of `--model` or $MNEMOS_MODEL (the built-in one without either). */
 const modelOf = (flag: Option.Option<string>) => {
@@ -85,62 +61,6 @@ const toolsOf = (flag: Option.Option<string>) => {
   return Effect.succeed(tools)
 }
 
-const runDaemon = (
-  dataDir: string,
-  host: string,
-  port: number,
-  udpPort: number,
-  tools: ReadonlyArray<(typeof catalogue)[number]> = catalogue,
-) =>
-  Effect.gen(function* () {
-    // The data directory's token guards the dashboard's API everywhere, and everything beyond loopback.
-    const apiToken = ensureToken(dataDir)
-    const token = isLoopback(host) ? undefined : apiToken
-    const telemetry = yield* makeTelemetry
-    const server = yield* startHttpServer({
-      host,
-      port,
-      dataDir,
-      tools,
-      resources: telemetryResources(telemetry),
-      telemetry,
-      apiToken,
-      ...(token !== undefined ? { token } : {}),
-    }).pipe(
-      Effect.provide(layerFromTelemetry(telemetry)),
-      Effect.catch((error) =>
-        Effect.gen(function* () {
-          if ((error as NodeJS.ErrnoException).code !== "EADDRINUSE")
-            return yield* new ServeFailed({ message: `cannot listen on ${host}:${port}: ${error.message}` })
-          const other = yield* Effect.promise(() => ping(host, port))
-          const holder =
-            other === undefined ? "another program" : `the mnemos daemon of ${other.dataDir} (pid ${other.pid})`
-          return yield* new ServeFailed({
-            message: `port ${port} on ${host} is in use by ${holder}; choose another with --port`,
-          })
-        }),
-      ),
-    )
-    const udpHost = udpHostFor(host)
-    const udp = yield* startUdpListener({ host: udpHost, port: udpPort }).pipe(
-      Effect.provideService(Telemetry, telemetry),
-      Effect.map((listener) => `udp://${udpHost}:${listener.port}`),
-      Effect.catch((error) => Effect.succeed(`disabled (cannot bind ${udpHost}:${udpPort}: ${error.message})`)),
-    )
-    writeDaemonInfo(dataDir, { pid: process.pid, host, port: server.port, startedAt: new Date().toISOString() })
-    yield* Effect.addFinalizer(() => Effect.sync(() => removeDaemonInfo(dataDir)))
-    const base = `http://${host.includes(":") ? `[${host}]` : host}:${server.port}`
-    yield* Console.log(`mnemos daemon listening on ${base}`)
-    yield* Console.log(`  dashboard:        ${base}/?token=${server.dashboardLoginToken()}   (one-time login link)`)
-    yield* Console.log(
-      `  MCP (HTTP):       ${base}/mcp   (SSE: ${base}/sse, WebSocket: ${base.replace("http", "ws")}/ws)`,
-    )
-    yield* Console.log(`  editor focus:     ${udp}   (terminal: POST ${base}/terminal/telemetry)`)
-    if (token !== undefined) yield* Console.log(`  bearer token:     in ${dataDir}/token (required on every request)`)
-    yield* Console.log(`MCP client configuration (stdio, through the daemon):\n${clientConfig(dataDir)}`)
-    return yield* shutdownSignal
-  })
-
 /** Runs `mnemos serve` until it is stopped. */
 export const serve = Effect.fn(function* ({
   dataDir,
@@ -171,14 +91,22 @@ export const serve = Effect.fn(function* ({
   yield* Effect.gen(function* () {
     yield* Console.error(`mnemos ${versionLine()}`)
     yield* Console.error(`data directory: ${location.path} (from ${location.source})`)
+    // Each mode loads only its own transports: stdio needs no HTTP server, a daemon no stdio session.
     const reason = stdio
-      ? yield* Effect.raceFirst(serveStdio({ tools }).pipe(Effect.as("stdin closed")), shutdownSignal)
-      : yield* runDaemon(
-          location.path,
-          host,
-          port,
-          Option.getOrElse(udpPort, () => port + 1),
-          tools,
+      ? yield* Effect.flatMap(
+          Effect.promise(() => import("../transports/Stdio.ts")),
+          ({ serveStdio }) => Effect.raceFirst(serveStdio({ tools }).pipe(Effect.as("stdin closed")), shutdownSignal),
+        )
+      : yield* Effect.flatMap(
+          Effect.promise(() => import("./DaemonRun.ts")),
+          ({ runDaemon }) =>
+            runDaemon(
+              location.path,
+              host,
+              port,
+              Option.getOrElse(udpPort, () => port + 1),
+              tools,
+            ),
         )
     yield* Console.error(`${reason}: shutting down (finishing in-flight writes, flushing)`)
   }).pipe(
