@@ -36,8 +36,13 @@ export interface EngineConfig {
   readonly search?: Omit<Embedder.EmbedderConfig, "dataDir">
 }
 
-/** The engine's services: the router (with its stores), the event bus and the graph search. */
-export const layer = (config: EngineConfig) => {
+/**
+ * The stores alone: the lock, the event bus, the router with every store and the audit feed. What a
+ * command that moves records in or out needs (`mnemos import`, `export`): search is not kept current
+ * by it (no index in memory, no embedding model), and the next full engine reconciles search with
+ * the stores when it starts.
+ */
+export const storesLayer = (config: Omit<EngineConfig, "search">) => {
   const lock = Layer.effectDiscard(lockDataDir(config.dataDir, config.command))
   const router = Router.layer({
     dataDir: config.dataDir,
@@ -45,12 +50,17 @@ export const layer = (config: EngineConfig) => {
     ...(config.storeOptions !== undefined ? { storeOptions: config.storeOptions } : {}),
   })
   // The audit feed subscribes before the stores start, so it sees what they re-publish while recovering.
-  const core = router.pipe(
+  return router.pipe(
     Layer.provideMerge(AuditLedger.feedLayer),
     Layer.provideMerge(EventBus.layer),
     Layer.provide(layerNode),
     Layer.provide(lock),
   )
+}
+
+/** The engine's services: the router (with its stores), the event bus and the graph search. */
+export const layer = (config: EngineConfig) => {
+  const core = storesLayer(config)
   const search = SearchIndexer.layer({ sources: searchSources, dataDir: config.dataDir }).pipe(
     Layer.provide(Embedder.layer({ ...config.search, dataDir: config.dataDir })),
   )
