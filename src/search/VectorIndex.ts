@@ -3,8 +3,10 @@
  *
  * Vectors live in one Float32Array slab indexed by document number. Up to `exactVectorsMax`
  * vectors, a query is an exact scan in JavaScript (a few milliseconds at most, and the same
- * arithmetic as the reference scan in the tests). Above it, an HNSW index (usearch) answers;
- * while that index is still being built (after a restart), usearch's SIMD exact search does.
+ * arithmetic as the reference scan in the tests). Above it, an HNSW index (usearch, holding its
+ * copy of the vectors in half precision) finds the candidates; while that index is still being
+ * built (after a restart), usearch's SIMD exact search does. Either way each candidate's
+ * similarity is computed again from the slab, as the exact scan computes it.
  * Filters are applied to an oversampled candidate list; when too few candidates survive a
  * selective filter, the filtered documents are scanned exactly instead.
  */
@@ -119,7 +121,9 @@ export class VectorIndex {
       this.ann = new usearch.Index({
         dimensions: this.dimensions,
         metric: "ip" as MetricKind,
-        quantization: "f32" as ScalarKind,
+        // Half precision: the HNSW graph finds candidates, whose similarity is then computed
+        // exactly from the slab, so the index's own copy of every vector costs 2 bytes a dimension.
+        quantization: "f16" as ScalarKind,
         connectivity: annConnectivity,
         expansion_add: annExpansionAdd,
         expansion_search: annExpansionSearch,
@@ -206,9 +210,10 @@ export class VectorIndex {
       let underThreshold = false
       for (let i = 0; i < matches.keys.length; i++) {
         const num = Number(matches.keys[i]!)
-        const similarity = 1 - matches.distances[i]!
+        if (this.present[num] !== 1) continue
+        const similarity = dot(this.slab, num * this.dimensions, query)
         if (similarity < minSimilarity) underThreshold = true
-        else if (this.present[num] === 1 && accept(num)) hits.push({ num, similarity })
+        else if (accept(num)) hits.push({ num, similarity })
       }
       // Enough survivors, or the list already reached the threshold: the answer is complete.
       if (hits.length >= limit || underThreshold || matches.keys.length < wanted)
