@@ -14,9 +14,17 @@ import { createRequire } from "node:module"
 import type { MetricKind, ScalarKind } from "usearch"
 import { TopK } from "./TopK.ts"
 
-// usearch's ESM entry cannot find its native addon (it recurses looking for the build directory);
-// the CommonJS entry can.
-const usearch = createRequire(import.meta.url)("usearch") as typeof import("usearch")
+type Usearch = typeof import("usearch")
+let usearchModule: Usearch | undefined
+/**
+ * usearch, loaded when a collection first passes `exactVectorsMax` (its native addon is not worth
+ * loading at startup for the exact scans below it). Through require: its ESM entry cannot find
+ * its native addon (it recurses looking for the build directory); the CommonJS entry can.
+ */
+const usearch = (): Usearch => {
+  usearchModule ??= createRequire(import.meta.url)("usearch") as Usearch
+  return usearchModule
+}
 
 /** Below this many vectors, queries scan exactly. */
 export const exactVectorsMax = 10_000
@@ -46,7 +54,7 @@ export class VectorIndex {
   private present: Uint8Array = new Uint8Array(0)
   /** Set by the first vector (0 until then): the model decides it. */
   dimensions = 0
-  private ann: InstanceType<typeof usearch.Index> | undefined
+  private ann: InstanceType<Usearch["Index"]> | undefined
   /** Documents whose vector is not yet in `ann` (added, or changed since). */
   private readonly annBacklog = new Set<number>()
   private count = 0
@@ -118,7 +126,7 @@ export class VectorIndex {
   buildAnnStep(): number {
     if (this.ann === undefined) {
       if (this.count <= exactVectorsMax) return 0
-      this.ann = new usearch.Index({
+      this.ann = new (usearch().Index)({
         dimensions: this.dimensions,
         metric: "ip" as MetricKind,
         // Half precision: the HNSW graph finds candidates, whose similarity is then computed
@@ -198,14 +206,14 @@ export class VectorIndex {
       const wanted = Math.min(this.highest + 1, limit * 2 + 32)
       const matches = this.annReady
         ? this.ann!.search(query, wanted, 1)
-        : (usearch.exactSearch(
+        : (usearch().exactSearch(
             this.slab.subarray(0, (this.highest + 1) * this.dimensions),
             query,
             this.dimensions,
             wanted,
             "ip" as MetricKind,
             1,
-          ) as InstanceType<typeof usearch.Matches>)
+          ) as InstanceType<Usearch["Matches"]>)
       const hits: Array<VectorHit> = []
       let underThreshold = false
       for (let i = 0; i < matches.keys.length; i++) {
