@@ -11,8 +11,9 @@
  * run of the static model takes tens of microseconds, less than a round trip to a worker), and,
  * only while large batches come (a bulk import, a re-index), a second one in a worker thread, so
  * the main thread never blocks for long. The worker starts with the first batch above
- * `inlineBatchMax` texts and closes after `workerIdleMs` without one: a daemon holds one copy of
- * the model, not two (each is about 90 MiB resident). `embedBatch` waits for the model;
+ * `inlineBatchMax` texts (128 for the static model: a few milliseconds inline) and closes after
+ * `workerIdleMs` without one: a daemon holds one copy of the model, not two (each is about
+ * 90 MiB resident). `embedBatch` waits for the model;
  * `embedQuery` waits at most `queryModelWaitMs` and then answers `undefined` (search falls back to
  * full text), so a query never waits for a first-run model build.
  *
@@ -145,14 +146,23 @@ export interface EmbedderConfig {
   readonly dataDir?: string
   /** Embed large batches in a worker thread (default true). */
   readonly worker?: boolean
-  /** Batches of at most this many texts run inline (default `defaultInlineBatchMax`; 0: none). */
+  /**
+   * Batches of at most this many texts run inline (default `staticInlineBatchMax` for the static
+   * model, `defaultInlineBatchMax` for a transformer; 0: none).
+   */
   readonly inlineBatchMax?: number
   /** The worker closes after this long without a batch (default `defaultWorkerIdleMs`). */
   readonly workerIdleMs?: number
 }
 
-/** Batches up to this size run on the main thread: about 0.4 ms of ONNX for the static model. */
+/** Batches up to this size run on the main thread (a transformer model takes milliseconds a text). */
 export const defaultInlineBatchMax = 32
+/**
+ * Batches of the static model up to this size run on the main thread: about 3 ms of CPU for 128
+ * texts of 25 words. An agent's writes (a few dozen texts a drain) then never start the worker and
+ * its second copy of the model (≈ 90 MiB); bulk work (an import, a re-index) still goes to it.
+ */
+export const staticInlineBatchMax = 128
 /** An unused batch worker is closed after a minute. */
 export const defaultWorkerIdleMs = 60_000
 
@@ -316,11 +326,11 @@ export const queryModelWaitMs = 5_000
 export const makeEmbedder = (config: EmbedderConfig): Effect.Effect<Embedder["Service"], never, Scope.Scope> =>
   Effect.gen(function* () {
     const useWorker = config.worker ?? true
-    const inlineBatchMax = config.inlineBatchMax ?? defaultInlineBatchMax
     let status: EmbedderStatus = { state: "unloaded" }
     let inline: SentenceEncoder | undefined
     let aligner: TermAligner | undefined
     let batchWorker: ReturnType<typeof lazyWorker> | undefined
+    let inlineBatchMax = config.inlineBatchMax ?? defaultInlineBatchMax
     const closers: Array<() => Promise<unknown>> = []
     let closed = false
     // Loading goes on in a promise even if the scope closes meanwhile: whatever it opens after
@@ -346,6 +356,7 @@ export const makeEmbedder = (config: EmbedderConfig): Effect.Effect<Embedder["Se
       if (closed) throw new Error("the embedder was closed while loading")
       inline = encoder
       aligner = encoder.aligner
+      inlineBatchMax = config.inlineBatchMax ?? (model.kind === "static" ? staticInlineBatchMax : defaultInlineBatchMax)
       if (useWorker) {
         const worker = lazyWorker(model, config.workerIdleMs ?? defaultWorkerIdleMs)
         own(worker.shutdown)
