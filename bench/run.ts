@@ -15,6 +15,7 @@ const suites: Record<string, () => Promise<BenchSuite>> = {
   retrieval: async () => (await import("./retrieval.ts")).suite,
   conversations: async () => (await import("./conversations.ts")).suite,
   transports: async () => (await import("./transports.ts")).suite,
+  footprint: async () => (await import("./footprint.ts")).suite,
 }
 
 const args = process.argv.slice(2)

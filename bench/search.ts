@@ -35,14 +35,15 @@ import { seededRandom } from "./Random.ts"
 import { type BenchSuite, quantile, round } from "./Table.ts"
 
 /** Words to write with: the model's 20k most frequent words and the software words, Zipf-sampled. */
-const vocabulary = (): Array<string> => {
+export const vocabulary = (): Array<string> => {
   const { words } = JSON.parse(readFileSync(join(resolveDefaultModel(undefined), "vocabulary.json"), "utf8")) as {
     words: Array<string>
   }
   return [...new Set([...words.slice(0, 20_000), ...engineeringWords])]
 }
 
-const sentenceMaker = (words: ReadonlyArray<string>, random: () => number) => (length: number) => {
+/** Sentences of `length` words, low ranks (frequent words) most likely. */
+export const sentenceMaker = (words: ReadonlyArray<string>, random: () => number) => (length: number) => {
   const out: Array<string> = []
   for (let i = 0; i < length; i++) out.push(words[Math.floor(words.length ** random()) - 1]!)
   return out.join(" ")

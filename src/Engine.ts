@@ -23,7 +23,7 @@ import * as Embedder from "./search/Embedder.ts"
 import * as SearchIndexer from "./search/Indexer.ts"
 import { searchSources } from "./search/SearchSources.ts"
 import { lockDataDir } from "./stores/DataDir.ts"
-import type { NatsSettings } from "./stores/Nats.ts"
+import type { NatsSettings } from "./stores/NatsSettings.ts"
 import { type StateSchema, withKernelKeys } from "./stores/StateSchema.ts"
 import type { AnyStoreDefinition } from "./stores/StoreDefinition.ts"
 import { layerNode } from "./stores/WalFs.ts"
@@ -70,8 +70,13 @@ const sharedLogsLayer = (settings: NatsSettings) =>
     }),
   )
 
-/** The engine's services: the router (with its stores), the event bus and the graph search. */
-export const layer = (config: EngineConfig) => {
+/**
+ * The stores alone: the lock, the event bus, the router with every store and the audit feed (and,
+ * for a shared memory, the stores' logs on JetStream). What a command that moves records in or out
+ * needs (`mnemos import`, `export`): search is not kept current by it (no index in memory, no
+ * embedding model), and the next full engine reconciles search with the stores when it starts.
+ */
+export const storesLayer = (config: Omit<EngineConfig, "search">) => {
   const lock = Layer.effectDiscard(lockDataDir(config.dataDir, config.command))
   const router = Router.layer({
     dataDir: config.dataDir,
@@ -80,13 +85,18 @@ export const layer = (config: EngineConfig) => {
   })
   const logs = config.nats === undefined ? Layer.empty : sharedLogsLayer(config.nats)
   // The audit feed subscribes before the stores start, so it sees what they re-publish while recovering.
-  const core = router.pipe(
+  return router.pipe(
     Layer.provideMerge(logs),
     Layer.provideMerge(AuditLedger.feedLayer),
     Layer.provideMerge(EventBus.layer),
     Layer.provide(layerNode),
     Layer.provide(lock),
   )
+}
+
+/** The engine's services: the router (with its stores), the event bus and the graph search. */
+export const layer = (config: EngineConfig) => {
+  const core = storesLayer(config)
   const search = SearchIndexer.layer({ sources: searchSources, dataDir: config.dataDir }).pipe(
     Layer.provide(Embedder.layer({ ...config.search, dataDir: config.dataDir })),
   )

@@ -1,45 +1,57 @@
 #!/usr/bin/env node
 /**
  * The `mnemos` command. Logs go to stderr so stdout stays free for MCP and for data output.
+ *
+ * Only the module of the subcommand named on the command line is loaded (the shim that MCP clients
+ * launch should not load the engine it proxies to); with no known subcommand named (`--help`,
+ * `--version`, a typo) every one is, so help lists them all and the parser reports the mistake.
  */
-import { NodeServices } from "@effect/platform-node"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Effect, Logger } from "effect"
 import { Command } from "effect/cli"
 import { versionLine } from "./cli/BuildInfo.ts"
-import { clusterCommand } from "./cli/ClusterCommands.ts"
-import { compactCommand } from "./cli/CompactCommand.ts"
-import { configCommand } from "./cli/ConfigCommand.ts"
-import { dashboardCommand } from "./cli/DashboardCommand.ts"
-import { doctorCommand } from "./cli/DoctorCommand.ts"
 import { withForceFlag } from "./cli/ForceFlag.ts"
-import { gateCommand } from "./cli/GateCommand.ts"
-import { healthCommand } from "./cli/HealthCommand.ts"
 import { runMain } from "./cli/Main.ts"
-import { mcpCommand } from "./cli/McpCommand.ts"
-import { mcpInstallCommands } from "./cli/McpInstallCommands.ts"
-import { repairCommand } from "./cli/RepairCommand.ts"
-import { serveCommand } from "./cli/ServeCommand.ts"
-import { exportCommand, importCommand } from "./cli/TransferCommands.ts"
 
-// `mnemos mcp` alone runs the stdio shim (its own handler); `mnemos mcp install|uninstall|status` are subcommands.
-const mcp = mcpCommand.pipe(Command.withSubcommands(mcpInstallCommands))
+/** Each subcommand, in help order, and how to load it. */
+const subcommands = [
+  ["serve", async () => [(await import("./cli/ServeCommand.ts")).serveCommand]],
+  [
+    "mcp",
+    async () => {
+      const [{ mcpCommand }, { mcpInstallCommands }] = await Promise.all([
+        import("./cli/McpCommand.ts"),
+        import("./cli/McpInstallCommands.ts"),
+      ])
+      // `mnemos mcp` alone runs the stdio shim (its own handler); `mnemos mcp install|uninstall|status` are subcommands.
+      return [mcpCommand.pipe(Command.withSubcommands(mcpInstallCommands))]
+    },
+  ],
+  ["dashboard", async () => [(await import("./cli/DashboardCommand.ts")).dashboardCommand]],
+  ["import", async () => [(await import("./cli/TransferCommands.ts")).importCommand]],
+  ["export", async () => [(await import("./cli/TransferCommands.ts")).exportCommand]],
+  ["gate", async () => [(await import("./cli/GateCommand.ts")).gateCommand]],
+  ["doctor", async () => [(await import("./cli/DoctorCommand.ts")).doctorCommand]],
+  ["health", async () => [(await import("./cli/HealthCommand.ts")).healthCommand]],
+  ["repair", async () => [(await import("./cli/RepairCommand.ts")).repairCommand]],
+  ["compact", async () => [(await import("./cli/CompactCommand.ts")).compactCommand]],
+  ["cluster", async () => [(await import("./cli/ClusterCommands.ts")).clusterCommand]],
+  ["config", async () => [(await import("./cli/ConfigCommand.ts")).configCommand]],
+] as const
+
+type Subcommand = Awaited<ReturnType<(typeof subcommands)[number][1]>>[number]
+
+/** The subcommands to load for `args`: the one named first, or all of them. */
+const commandsFor = async (args: ReadonlyArray<string>): Promise<ReadonlyArray<Subcommand>> => {
+  const named = args.find((arg) => !arg.startsWith("-"))
+  const chosen = subcommands.filter(([name]) => name === named)
+  const loaded = await Promise.all((chosen.length > 0 ? chosen : subcommands).map(([, load]) => load()))
+  return loaded.flat()
+}
 
 const mnemos = Command.make("mnemos").pipe(
   Command.withDescription("mnemos — durable, fast memory for AI coding agents, over MCP"),
-  Command.withSubcommands([
-    serveCommand,
-    mcp,
-    dashboardCommand,
-    importCommand,
-    exportCommand,
-    gateCommand,
-    doctorCommand,
-    healthCommand,
-    repairCommand,
-    compactCommand,
-    clusterCommand,
-    configCommand,
-  ]),
+  Command.withSubcommands(await commandsFor(process.argv.slice(2))),
   withForceFlag,
 )
 

@@ -11,7 +11,7 @@
 import { Effect, Option, Schema } from "effect"
 import { Flag } from "effect/cli"
 import { readDataDirConfig } from "../stores/DataDirConfig.ts"
-import { type NatsSettings, validateNatsSettings } from "../stores/Nats.ts"
+import { type NatsSettings, validateNatsSettings } from "../stores/NatsSettings.ts"
 import { newDaemonId, readMembership, storesHoldingData, writeMembership } from "../stores/SharedMemory.ts"
 
 /** The default name of a shared memory. */

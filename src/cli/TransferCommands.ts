@@ -77,8 +77,11 @@ const conversationStoreOf = Effect.gen(function* () {
   return (yield* Router).store(conversationStore)
 })
 
+/** The data directory's stores (no search: the daemon's next start brings it up to date). */
 const withEngine = (dataDir: Option.Option<string>, command: string) =>
-  Effect.provide(Layer.fresh(Engine.layer({ dataDir: resolveDataDir(Option.getOrUndefined(dataDir)).path, command })))
+  Effect.provide(
+    Layer.fresh(Engine.storesLayer({ dataDir: resolveDataDir(Option.getOrUndefined(dataDir)).path, command })),
+  )
 
 /** `what` cannot go through the daemon: the user has to stop it. */
 const needsDirectory = (daemon: DaemonEndpoint, what: string) =>

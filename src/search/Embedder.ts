@@ -1,17 +1,26 @@
 /**
  * The embedder: sentence embeddings for search, on onnxruntime-node.
  *
- * Owns one encoder on the main thread, for queries and small batches (one ONNX run of the static
- * model takes tens of microseconds, less than a round trip to a worker), and, only while large
- * batches come (a bulk import, a re-index), a second one in a worker thread, so the main thread
- * never blocks for long. The worker starts with the first batch above `inlineBatchMax` texts and
- * closes after `workerIdleMs` without one: an idle daemon holds one copy of the model, not two
- * (each is about 90 MiB resident). The model loads in the background: until it is ready,
- * `embedQuery` answers `undefined` and search falls back to full text; `ready` waits for it.
+ * Nothing is loaded until something needs a vector: the first semantic or hybrid search, or the
+ * first document to embed (a write, or warm-up finding documents without a vector). An idle
+ * daemon whose vectors are all persisted never loads the model, onnxruntime or the term aligner;
+ * `modelId` names the model from its manifest without loading it (persisted vectors are keyed by
+ * it). The model stays loaded from then on.
+ *
+ * Once loaded, it owns one encoder on the main thread, for queries and small batches (one ONNX
+ * run of the static model takes tens of microseconds, less than a round trip to a worker), and,
+ * only while large batches come (a bulk import, a re-index), a second one in a worker thread, so
+ * the main thread never blocks for long. The worker starts with the first batch above
+ * `inlineBatchMax` texts (128 for the static model: a few milliseconds inline) and closes after
+ * `workerIdleMs` without one: a daemon holds one copy of the model, not two (each is about
+ * 90 MiB resident). `embedBatch` waits for the model;
+ * `embedQuery` waits at most `queryModelWaitMs` and then answers `undefined` (search falls back to
+ * full text), so a query never waits for a first-run model build.
  *
  * The default model is the static GloVe SIF graph (StaticModelBuild.ts): taken from
- * dist/models/ when `npm run build` made it, else built once into `<dataDir>/search/models/`.
- * A transformer model is used when `model` names a directory with model.onnx + tokenizer.json.
+ * dist/models/ when `npm run build` made it, else built once into `<dataDir>/search/models/`
+ * (in a worker thread, 10–20 s). A transformer model is used when `model` names a directory with
+ * model.onnx + tokenizer.json.
  *
  * With the static model, the main thread also holds its term aligner (TermAlignment.ts: the int8
  * word vectors and the WordNet lexicon, ≈ 12 MB), which search uses to re-rank; the worker never
@@ -22,13 +31,13 @@ import { createRequire } from "node:module"
 import { dirname, join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { Worker } from "node:worker_threads"
-import { Context, Deferred, Effect, Exit, Layer, Schema, type Scope } from "effect"
+import { Context, Duration, Effect, Layer, Option, Schema, type Scope } from "effect"
 import type { WorkerReply, WorkerRequest } from "./EmbedderWorker.ts"
-import { type EncoderConfig, loadEncoder } from "./EncoderLoader.ts"
+import { type EncoderConfig, encoderIdOf, loadEncoder } from "./EncoderLoader.ts"
+import { defaultVocabularySize } from "./GloveSource.ts"
 import type { SentenceEncoder } from "./SentenceEncoder.ts"
-import { loadStaticModel, readStaticModelFiles } from "./StaticModel.ts"
-import { buildStaticModel, defaultVocabularySize, isStaticModelCurrent } from "./StaticModelBuild.ts"
-import { loadTermAligner, type TermAligner } from "./TermAlignment.ts"
+import { isStaticModelCurrent } from "./StaticModelManifest.ts"
+import type { TermAligner } from "./TermAlignment.ts"
 
 /** The embedder failed: the model could not load, or a run failed. */
 export class EmbedderError extends Schema.TaggedError<EmbedderError>()("EmbedderError", {
@@ -38,6 +47,8 @@ export class EmbedderError extends Schema.TaggedError<EmbedderError>()("Embedder
 
 /** Where the embedder is, for health and mem-stats. */
 export type EmbedderStatus =
+  /** Nothing has needed a vector yet: the model loads on first use. */
+  | { readonly state: "unloaded" }
   | { readonly state: "loading" }
   | {
       readonly state: "ready"
@@ -54,17 +65,28 @@ export type EmbedderStatus =
 export class Embedder extends Context.Service<
   Embedder,
   {
-    /** Waits until the model is loaded (or failed). */
+    /** Loads the model unless it is loaded (or loading), and waits until it is ready (or failed). */
     readonly ready: Effect.Effect<EmbedderStatus>
+    /**
+     * The id of the model vectors are made with, read from its files without loading it (when the
+     * default model has to be built first, this waits for the build); `undefined` if that failed.
+     */
+    readonly modelId: Effect.Effect<string | undefined>
     readonly status: () => EmbedderStatus
-    /** Embeds one query inline; `undefined` while loading or when no word is known. */
+    /**
+     * Embeds one query inline, loading the model first (waiting at most `queryModelWaitMs`);
+     * `undefined` when the model is not ready by then, failed, or knows no word of the text.
+     */
     readonly embedQuery: (text: string) => Effect.Effect<Float32Array | undefined, EmbedderError>
     /**
      * The term aligner of the static model (its word vectors and WordNet lexicon), for re-ranking;
      * `undefined` while loading and for a transformer model.
      */
     readonly aligner: () => TermAligner | undefined
-    /** Embeds many texts: inline up to `inlineBatchMax`, above it in the worker thread (when on). */
+    /**
+     * Embeds many texts, loading the model first: inline up to `inlineBatchMax`, above it in the
+     * worker thread (when on).
+     */
     readonly embedBatch: (
       texts: ReadonlyArray<string>,
     ) => Effect.Effect<ReadonlyArray<Float32Array | undefined>, EmbedderError>
@@ -80,28 +102,30 @@ const packageRoot = () => join(dirname(fileURLToPath(import.meta.url)), "..", ".
 /** The prebuilt default model (from `npm run build`), when present and current. */
 export const packagedModelDir = (): string => join(packageRoot(), "dist", "models", defaultModelName)
 
-/** Finds the default model, building it into the data directory when nothing current exists. */
+/** Where the default model is built on first run when dist/models/ has none. */
+const cachedModelDir = (dataDir: string) => join(dataDir, "search", "models", defaultModelName)
+
+/** The default model's directory: dist/models/ when current, else the data directory's built copy. */
 export const resolveDefaultModel = (dataDir: string | undefined): string => {
   const packaged = packagedModelDir()
   if (isStaticModelCurrent(packaged, defaultVocabularySize)) return packaged
   if (dataDir === undefined) throw new Error(`no embedding model at ${packaged}: run npm run build`)
-  const cached = join(dataDir, "search", "models", defaultModelName)
-  if (!isStaticModelCurrent(cached, defaultVocabularySize)) buildStaticModel({ outDir: cached })
+  const cached = cachedModelDir(dataDir)
+  if (!isStaticModelCurrent(cached, defaultVocabularySize)) throw new Error(`no embedding model at ${cached}`)
   return cached
 }
 
 /**
- * Like `resolveDefaultModel`, but a first-run build (10–20 s of parsing the GloVe package) runs in
- * a worker thread, so the daemon keeps answering meanwhile.
+ * Like `resolveDefaultModel`, but when no current model exists the data directory's copy is built
+ * first (10–20 s of parsing the GloVe package) in a worker thread, so the daemon keeps answering.
  */
 const resolveDefaultModelOffThread = async (
   dataDir: string | undefined,
   own: (close: () => Promise<unknown>) => void,
 ): Promise<string> => {
-  const packaged = packagedModelDir()
-  if (isStaticModelCurrent(packaged, defaultVocabularySize) || dataDir === undefined)
+  if (dataDir === undefined || isStaticModelCurrent(packagedModelDir(), defaultVocabularySize))
     return resolveDefaultModel(dataDir)
-  const cached = join(dataDir, "search", "models", defaultModelName)
+  const cached = cachedModelDir(dataDir)
   if (isStaticModelCurrent(cached, defaultVocabularySize)) return cached
   await new Promise<void>((resolve, reject) => {
     const worker = startWorker({ build: cached })
@@ -122,14 +146,23 @@ export interface EmbedderConfig {
   readonly dataDir?: string
   /** Embed large batches in a worker thread (default true). */
   readonly worker?: boolean
-  /** Batches of at most this many texts run inline (default `defaultInlineBatchMax`; 0: none). */
+  /**
+   * Batches of at most this many texts run inline (default `staticInlineBatchMax` for the static
+   * model, `defaultInlineBatchMax` for a transformer; 0: none).
+   */
   readonly inlineBatchMax?: number
   /** The worker closes after this long without a batch (default `defaultWorkerIdleMs`). */
   readonly workerIdleMs?: number
 }
 
-/** Batches up to this size run on the main thread: about 0.4 ms of ONNX for the static model. */
+/** Batches up to this size run on the main thread (a transformer model takes milliseconds a text). */
 export const defaultInlineBatchMax = 32
+/**
+ * Batches of the static model up to this size run on the main thread: about 3 ms of CPU for 128
+ * texts of 25 words. An agent's writes (a few dozen texts a drain) then never start the worker and
+ * its second copy of the model (≈ 90 MiB); bulk work (an import, a re-index) still goes to it.
+ */
+export const staticInlineBatchMax = 128
 /** An unused batch worker is closed after a minute. */
 export const defaultWorkerIdleMs = 60_000
 
@@ -275,6 +308,10 @@ const loadMainEncoder = async (
   config: EncoderConfig,
 ): Promise<SentenceEncoder & { readonly aligner?: TermAligner | undefined }> => {
   if (config.kind !== "static") return loadEncoder(config)
+  const [{ loadStaticModel, readStaticModelFiles }, { loadTermAligner }] = await Promise.all([
+    import("./StaticModel.ts"),
+    import("./TermAlignment.ts"),
+  ])
   const files = readStaticModelFiles(config.dir)
   const encoder = await loadStaticModel(config.dir, files)
   return { ...encoder, aligner: loadTermAligner(config.dir, files.vocabulary) }
@@ -282,15 +319,18 @@ const loadMainEncoder = async (
 
 const errorMessage = (error: unknown) => (error instanceof Error ? error.message : String(error))
 
-/** Builds the embedder; the model loads in the background and is released with the scope. */
+/** How long a query waits for the model to load before it is answered without a vector. */
+export const queryModelWaitMs = 5_000
+
+/** Builds the embedder; the model loads on first use and is released with the scope. */
 export const makeEmbedder = (config: EmbedderConfig): Effect.Effect<Embedder["Service"], never, Scope.Scope> =>
   Effect.gen(function* () {
     const useWorker = config.worker ?? true
-    const inlineBatchMax = config.inlineBatchMax ?? defaultInlineBatchMax
-    let status: EmbedderStatus = { state: "loading" }
+    let status: EmbedderStatus = { state: "unloaded" }
     let inline: SentenceEncoder | undefined
     let aligner: TermAligner | undefined
     let batchWorker: ReturnType<typeof lazyWorker> | undefined
+    let inlineBatchMax = config.inlineBatchMax ?? defaultInlineBatchMax
     const closers: Array<() => Promise<unknown>> = []
     let closed = false
     // Loading goes on in a promise even if the scope closes meanwhile: whatever it opens after
@@ -299,43 +339,51 @@ export const makeEmbedder = (config: EmbedderConfig): Effect.Effect<Embedder["Se
       if (closed) void close().catch(() => undefined)
       else closers.push(close)
     }
-    const loaded = yield* Deferred.make<EmbedderStatus>()
 
-    const load = Effect.tryPromise({
-      try: async () => {
-        const model: EncoderConfig = config.model ?? {
-          kind: "static",
-          dir: await resolveDefaultModelOffThread(config.dataDir, own),
-        }
-        const encoder = await loadMainEncoder(model)
-        own(encoder.close)
-        if (closed) throw new Error("the embedder was closed while loading")
-        inline = encoder
-        aligner = encoder.aligner
-        if (useWorker) {
-          const worker = lazyWorker(model, config.workerIdleMs ?? defaultWorkerIdleMs)
-          own(worker.shutdown)
-          batchWorker = worker
-        }
-        return { state: "ready", modelId: encoder.id, dimensions: encoder.dimensions, worker: useWorker } as const
-      },
-      catch: (error) => new EmbedderError({ reason: "LoadFailed", message: errorMessage(error) }),
-    })
+    let resolvedModel: Promise<EncoderConfig> | undefined
+    /** The model's configuration; the default model is found (or built) once. */
+    const resolveModel = () => {
+      resolvedModel ??= config.model
+        ? Promise.resolve(config.model)
+        : resolveDefaultModelOffThread(config.dataDir, own).then((dir) => ({ kind: "static", dir }) as const)
+      return resolvedModel
+    }
+
+    const load = async (): Promise<EmbedderStatus> => {
+      const model = await resolveModel()
+      const encoder = await loadMainEncoder(model)
+      own(encoder.close)
+      if (closed) throw new Error("the embedder was closed while loading")
+      inline = encoder
+      aligner = encoder.aligner
+      inlineBatchMax = config.inlineBatchMax ?? (model.kind === "static" ? staticInlineBatchMax : defaultInlineBatchMax)
+      if (useWorker) {
+        const worker = lazyWorker(model, config.workerIdleMs ?? defaultWorkerIdleMs)
+        own(worker.shutdown)
+        batchWorker = worker
+      }
+      return { state: "ready", modelId: encoder.id, dimensions: encoder.dimensions, worker: useWorker }
+    }
+    let loaded: Promise<EmbedderStatus> | undefined
+    /** Starts loading on the first call; every call resolves when the model is ready or failed. */
+    const startLoad = (): Promise<EmbedderStatus> => {
+      if (loaded === undefined) {
+        status = { state: "loading" }
+        loaded = load().then(
+          (ready) => (status = ready),
+          (error: unknown) => (status = { state: "failed", message: errorMessage(error) }),
+        )
+      }
+      return loaded
+    }
     yield* Effect.addFinalizer(() =>
       Effect.promise(() => {
         closed = true
         return Promise.allSettled(closers.splice(0).map((close) => close())).then(() => undefined)
       }),
     )
-    yield* Effect.forkScoped(
-      Effect.exit(load).pipe(
-        Effect.flatMap((exit) => {
-          status = Exit.isSuccess(exit) ? exit.value : { state: "failed", message: exit.cause.toString() }
-          return Deferred.succeed(loaded, status)
-        }),
-      ),
-    )
 
+    const ready = Effect.promise(startLoad)
     const run = (encode: SentenceEncoder["encode"], texts: ReadonlyArray<string>) =>
       Effect.tryPromise({
         try: () => encode(texts),
@@ -343,17 +391,31 @@ export const makeEmbedder = (config: EmbedderConfig): Effect.Effect<Embedder["Se
       })
 
     return Embedder.of({
-      ready: Deferred.await(loaded),
+      ready,
+      modelId: Effect.promise(() =>
+        resolveModel().then(
+          (model) => (inline !== undefined ? inline.id : encoderIdOf(model)),
+          () => undefined,
+        ),
+      ),
       aligner: () => aligner,
       status: () => (status.state === "ready" ? { ...status, workerRunning: batchWorker?.isOpen() ?? false } : status),
       embedQuery: (text) =>
-        inline === undefined ? Effect.succeed(undefined) : Effect.map(run(inline.encode, [text]), (out) => out[0]),
+        Effect.gen(function* () {
+          if (inline === undefined)
+            yield* ready.pipe(
+              Effect.timeoutOption(Duration.millis(queryModelWaitMs)),
+              Effect.map(Option.getOrUndefined),
+            )
+          if (inline === undefined) return undefined
+          return (yield* run(inline.encode, [text]))[0]
+        }),
       embedBatch: (texts) =>
         Effect.gen(function* () {
           if (inline === undefined) {
-            const ready = yield* Deferred.await(loaded)
-            if (ready.state === "failed")
-              return yield* new EmbedderError({ reason: "LoadFailed", message: ready.message })
+            const state = yield* ready
+            if (state.state === "failed")
+              return yield* new EmbedderError({ reason: "LoadFailed", message: state.message })
           }
           if (batchWorker !== undefined && texts.length > inlineBatchMax) return yield* run(batchWorker.encode, texts)
           return yield* run(inline!.encode, texts)

@@ -4,7 +4,8 @@
  */
 import { existsSync } from "node:fs"
 import { join } from "node:path"
-import type { SentenceEncoder } from "./SentenceEncoder.ts"
+import { type SentenceEncoder, transformerModelId } from "./SentenceEncoder.ts"
+import { readStaticModelManifest } from "./StaticModelManifest.ts"
 
 /** Which model to load. */
 export type EncoderConfig =
@@ -17,6 +18,10 @@ export const loadEncoder = async (config: EncoderConfig): Promise<SentenceEncode
   if (config.kind === "static") return (await import("./StaticModel.ts")).loadStaticModel(config.dir)
   return (await import("./TransformerModel.ts")).loadTransformerModel(config.dir, config.maxTokens)
 }
+
+/** The id the encoder of `config` reports (`SentenceEncoder.id`), read without loading it. */
+export const encoderIdOf = (config: EncoderConfig): string =>
+  config.kind === "static" ? readStaticModelManifest(config.dir).id : transformerModelId(config.dir)
 
 /**
  * The encoder a model directory holds (`mnemos serve --model DIR`): a static model built by

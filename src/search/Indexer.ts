@@ -5,7 +5,10 @@
  * Owns the in-memory `SearchIndex` and search's persistence (documents, vectors, per-store
  * sequence). All index changes and searches run under one lock. Every search first drains the
  * events already published — stores publish before they acknowledge — and embeds what they
- * changed, so a search that follows an acknowledged write sees it, by words and by meaning.
+ * changed, so a search that follows an acknowledged write sees it, by words and by meaning. The
+ * model loads on the first need (a document to embed, a search by meaning), not at startup; if it
+ * is not up within `modelWaitMs` (a first-run build), documents wait for it in the background and
+ * are found by words meanwhile.
  * A background loop drains every `backgroundDrainIntervalMs`, so the bus never drops events
  * for this subscriber under a steady write load.
  *
@@ -23,15 +26,24 @@ import type { StoreView } from "../stores/Checkpoint.ts"
 import { Embedder } from "./Embedder.ts"
 import type { SearchFilter, SearchHit, SearchMode } from "./Ranking.ts"
 import type { AnySearchSource, GroupDocuments, SearchDocument } from "./SearchDocument.ts"
-import { type IndexStats, type PendingEmbedding, SearchIndex, type Timeline } from "./SearchIndex.ts"
-import { makeMemoryPersistence, openLmdbPersistence, type SearchPersistence } from "./SearchPersistence.ts"
+import { type IndexStats, noVector, type PendingEmbedding, SearchIndex, type Timeline } from "./SearchIndex.ts"
+import {
+  makeMemoryPersistence,
+  openLmdbPersistence,
+  type PersistedGroup,
+  type SearchPersistence,
+} from "./SearchPersistence.ts"
 
 /** How often the index catches up with the bus when nobody searches. */
 export const backgroundDrainIntervalMs = 25
-/** Groups applied per lock hold while warming (searches interleave between chunks). */
+/** Groups applied per lock hold while reconciling with a store (searches interleave between chunks). */
 export const warmChunkGroups = 2000
+/** Longest run of loading persisted documents before the event loop gets a turn (requests wait at most this). */
+export const warmSliceMs = 10
 /** Texts per embedding request to the worker. */
 export const embedChunkTexts = 512
+/** How long indexing waits for the model to load before its documents wait in the background. */
+export const modelWaitMs = 5_000
 
 /** Where the indexer is. */
 export type WarmState = "cold" | "warming" | "warm"
@@ -150,24 +162,40 @@ export const makeIndexer = (config: IndexerConfig) =>
       return pending
     }
 
-    /** Embeds `pending` (in the worker) and stores the vectors that are still current. */
+    /** Documents waiting for the model to load (by id: the latest content wins). */
+    const deferred = new Map<string, PendingEmbedding>()
+
+    /**
+     * Embeds `pending` and whatever waited for the model, and stores the vectors that are still
+     * current; a text with no known word is stored as "no vector" so it is not tried again. The
+     * first call loads the model; when it is not ready within `modelWaitMs` (a first-run build),
+     * the documents wait for it in `deferred` and the background loop embeds them once it is.
+     */
     const embed = (pending: ReadonlyArray<PendingEmbedding>) =>
       Effect.gen(function* () {
-        // While the model loads, documents wait: warm-up embeds every document still without a vector.
-        if (pending.length === 0 || embedder.status().state !== "ready") return
-        for (let start = 0; start < pending.length; start += embedChunkTexts) {
-          const chunk = pending.slice(start, start + embedChunkTexts)
+        if (pending.length === 0 && deferred.size === 0) return
+        const model = yield* embedder.ready.pipe(Effect.timeoutOption(Duration.millis(modelWaitMs)))
+        if (model._tag === "None") {
+          for (const item of pending) deferred.set(item.id, item)
+          return
+        }
+        if (model.value.state !== "ready") return // failed: found by words only, as the health says
+        const all = [...deferred.values(), ...pending]
+        deferred.clear()
+        for (let start = 0; start < all.length; start += embedChunkTexts) {
+          const chunk = all.slice(start, start + embedChunkTexts)
           pendingEmbeddings += chunk.length
           const vectors = yield* embedder.embedBatch(chunk.map((item) => item.text)).pipe(
             Effect.catch((error) =>
-              Effect.logWarning(`search: embedding failed: ${error.message}`).pipe(Effect.as([])),
+              Effect.logWarning(`search: embedding failed: ${error.message}`).pipe(Effect.as(undefined)),
             ),
             Effect.ensuring(Effect.sync(() => (pendingEmbeddings -= chunk.length))),
           )
+          if (vectors === undefined) continue
           vectors.forEach((vector, i) => {
             const item = chunk[i]!
-            if (vector !== undefined && index.setVector(item.id, item.hash, vector))
-              persistence.putVector(item.id, item.hash, vector)
+            const stored = vector ?? noVector
+            if (index.setVector(item.id, item.hash, stored)) persistence.putVector(item.id, item.hash, stored)
           })
         }
       })
@@ -262,6 +290,7 @@ export const makeIndexer = (config: IndexerConfig) =>
               yield* embed(pending)
             }),
           )
+          yield* Effect.yieldNow
         }
         yield* locked(
           Effect.sync(() => {
@@ -277,42 +306,47 @@ export const makeIndexer = (config: IndexerConfig) =>
 
     /** Loads what was persisted, then reconciles every store that moved on without us. */
     const warmUp = Effect.gen(function* () {
-      const status = yield* embedder.ready
-      modelId = status.state === "ready" ? status.modelId : undefined
+      modelId = yield* embedder.modelId
       const modelChanged = modelId !== undefined && persistence.modelId() !== modelId
       if (modelChanged) yield* Effect.promise(() => persistence.clearVectors())
       if (modelId !== undefined) persistence.setModelId(modelId)
       const persistedSeqs = new Map<string, number | undefined>()
       for (const name of sources.keys()) persistedSeqs.set(name, persistence.seq(name))
-      let batch: Array<{ store: string; group: string; documents: ReadonlyArray<SearchDocument> }> = []
-      const flush = (groups: typeof batch) =>
-        locked(
+      const load = (group: PersistedGroup) => {
+        if (!sources.has(group.store)) {
+          for (const document of group.documents) {
+            persistence.removeDocument(group.store, group.group, document.id)
+            persistence.removeVector(document.id)
+          }
+          return
+        }
+        if (index.groupIds(group.store, group.group).length > 0) return // an event got there first
+        index.replaceGroup(group.store, group.group, group.documents)
+        for (const document of group.documents) {
+          const stored = modelChanged ? undefined : persistence.vector(document.id)
+          if (stored !== undefined) index.setVector(document.id, stored.hash, stored.vector)
+        }
+      }
+      // In slices of `warmSliceMs`, yielding to the event loop between them: requests are answered
+      // while a large index loads, each waiting at most one slice.
+      const persisted = persistence.groups()[Symbol.iterator]()
+      let loaded = false
+      while (!loaded) {
+        yield* locked(
           Effect.sync(() => {
-            for (const group of groups) {
-              if (!sources.has(group.store)) {
-                for (const document of group.documents) {
-                  persistence.removeDocument(group.store, group.group, document.id)
-                  persistence.removeVector(document.id)
-                }
-                continue
+            const sliceEnd = performance.now() + warmSliceMs
+            while (performance.now() < sliceEnd) {
+              const next = persisted.next()
+              if (next.done === true) {
+                loaded = true
+                return
               }
-              if (index.groupIds(group.store, group.group).length > 0) continue // an event got there first
-              index.replaceGroup(group.store, group.group, group.documents)
-              for (const document of group.documents) {
-                const stored = modelChanged ? undefined : persistence.vector(document.id)
-                if (stored !== undefined) index.setVector(document.id, stored.hash, stored.vector)
-              }
+              load(next.value)
             }
           }),
         )
-      for (const group of persistence.groups()) {
-        batch.push(group)
-        if (batch.length >= warmChunkGroups) {
-          yield* flush(batch)
-          batch = []
-        }
+        yield* Effect.yieldNow
       }
-      yield* flush(batch)
       for (const [name, seq] of persistedSeqs) if (seq !== undefined && !lastSeq.has(name)) lastSeq.set(name, seq)
       state = "warming"
       for (const source of sources.values()) {
@@ -325,8 +359,10 @@ export const makeIndexer = (config: IndexerConfig) =>
           yield* reconcile(source)
       }
       const missing = yield* locked(Effect.sync(() => index.missingVectors()))
-      for (let start = 0; start < missing.length; start += warmChunkGroups)
+      for (let start = 0; start < missing.length; start += warmChunkGroups) {
         yield* locked(embed(missing.slice(start, start + warmChunkGroups)))
+        yield* Effect.yieldNow
+      }
       state = "warm"
       warmed = true
     })
@@ -344,6 +380,7 @@ export const makeIndexer = (config: IndexerConfig) =>
               const source = sources.get(name)
               if (source !== undefined) yield* reconcile(source)
             }
+          if (deferred.size > 0 && embedder.status().state === "ready") yield* locked(embed([]))
           if (index.vectors.annBacklogSize > 0 || (!index.vectors.annReady && index.vectors.size > 0))
             yield* locked(Effect.sync(() => index.vectors.buildAnnStep()))
         }).pipe(Effect.catchCause((cause) => Effect.logWarning(`search indexer: ${cause}`))),
@@ -388,7 +425,7 @@ export const makeIndexer = (config: IndexerConfig) =>
         maxLagMs,
         eventsApplied,
         reconciles,
-        pendingEmbeddings,
+        pendingEmbeddings: pendingEmbeddings + deferred.size,
         embedder: embedder.status(),
         index: index.stats(),
         storageBytes: persistence.sizeBytes(),

@@ -39,39 +39,65 @@ export const bm25Field = (tf: number, length: number, averageLength: number): nu
 export const isCommonTerm = (df: number, documents: number): boolean =>
   df > Math.max(commonTermDocsMin, commonTermDocFraction * documents)
 
-interface FieldTerms {
-  readonly ids: Uint32Array
-  readonly tfs: Uint16Array
-  readonly length: number
-}
+/**
+ * One document's term frequencies, all fields in one array (one small allocation per document:
+ * separate arrays per field cost about 2 KB a document in object headers alone):
+ *
+ *   [length_0, count_0, length_1, count_1, …, ids_0 (count_0, ascending), tfs_0 (count_0), ids_1, tfs_1, …]
+ *
+ * `length_f` is the field's length in terms (BM25's |d_f|), `count_f` its distinct terms; a
+ * frequency is capped at `termFrequencyMax`.
+ */
+type DocumentTerms = Uint32Array
 
-interface DocumentTerms {
-  readonly store: string
-  readonly fields: ReadonlyArray<FieldTerms>
-}
+/** Frequencies above this count as this (BM25 saturates long before). */
+export const termFrequencyMax = 65_535
 
-/** Counts terms: sorted unique term ids and their frequencies. */
-const countTerms = (terms: ReadonlyArray<number>): Omit<FieldTerms, "length"> => {
-  const sorted = [...terms].sort((a, b) => a - b)
-  const ids: Array<number> = []
-  const tfs: Array<number> = []
-  for (const id of sorted) {
-    if (ids.length > 0 && ids[ids.length - 1] === id) tfs[tfs.length - 1]!++
-    else {
-      ids.push(id)
-      tfs.push(1)
+/** Packs each field's term ids (in text order) into a `DocumentTerms`. */
+const packTerms = (fields: ReadonlyArray<ReadonlyArray<number>>): DocumentTerms => {
+  const counted = fields.map((terms) => {
+    const sorted = [...terms].sort((a, b) => a - b)
+    const ids: Array<number> = []
+    const tfs: Array<number> = []
+    for (const id of sorted) {
+      if (ids.length > 0 && ids[ids.length - 1] === id)
+        tfs[tfs.length - 1] = Math.min(tfs[tfs.length - 1]! + 1, termFrequencyMax)
+      else {
+        ids.push(id)
+        tfs.push(1)
+      }
     }
-  }
-  return { ids: Uint32Array.from(ids), tfs: Uint16Array.from(tfs, (tf) => Math.min(tf, 65_535)) }
+    return { ids, tfs, length: terms.length }
+  })
+  const packed = new Uint32Array(2 * fields.length + counted.reduce((sum, field) => sum + 2 * field.ids.length, 0))
+  let at = 2 * fields.length
+  counted.forEach((field, f) => {
+    packed[2 * f] = field.length
+    packed[2 * f + 1] = field.ids.length
+    packed.set(field.ids, at)
+    packed.set(field.tfs, at + field.ids.length)
+    at += 2 * field.ids.length
+  })
+  return packed
 }
 
-const termFrequency = (field: FieldTerms, id: number): number => {
-  let low = 0
-  let high = field.ids.length - 1
+/** Where field `f`'s ids start in `terms`. */
+const fieldStart = (terms: DocumentTerms, f: number): number => {
+  let at = 2 * fullTextFields.length
+  for (let g = 0; g < f; g++) at += 2 * terms[2 * g + 1]!
+  return at
+}
+
+/** The frequency of term `id` in field `f` (0 when absent). */
+const termFrequency = (terms: DocumentTerms, f: number, id: number): number => {
+  const start = fieldStart(terms, f)
+  const count = terms[2 * f + 1]!
+  let low = start
+  let high = start + count - 1
   while (low <= high) {
     const middle = (low + high) >>> 1
-    const value = field.ids[middle]!
-    if (value === id) return field.tfs[middle]!
+    const value = terms[middle]!
+    if (value === id) return terms[middle + count]!
     if (value < id) low = middle + 1
     else high = middle - 1
   }
@@ -93,6 +119,8 @@ export class LexicalIndex {
   private readonly flex = new Map<string, ReadonlyArray<FlexIndex>>()
   private readonly termIds = new Map<string, number>()
   private df: Int32Array = new Int32Array(1024)
+  /** Per document number: its store and its term frequencies. */
+  private readonly storeOf: Array<string | undefined> = []
   private readonly documents: Array<DocumentTerms | undefined> = []
   private readonly totalLengths = fullTextFields.map(() => 0)
   private count = 0
@@ -139,32 +167,35 @@ export class LexicalIndex {
   /** Indexes document `num` (which must not be indexed already) with its tokenized fields. */
   add(num: number, store: string, fieldTerms: ReadonlyArray<ReadonlyArray<string>>): void {
     const indexes = this.indexesOf(store)
+    const terms = packTerms(fieldTerms.map((field) => field.map((term) => this.termId(term))))
     const seen = new Set<number>()
-    const fields = fieldTerms.map((terms, field) => {
-      const counted = countTerms(terms.map((term) => this.termId(term)))
-      for (const id of counted.ids) seen.add(id)
-      this.totalLengths[field]! += terms.length
-      if (counted.ids.length > 0) indexes[field]!.add(num, [...new Set(terms)].join(" "))
-      return { ...counted, length: terms.length }
+    fieldTerms.forEach((field, f) => {
+      this.totalLengths[f]! += field.length
+      if (terms[2 * f + 1]! > 0) indexes[f]!.add(num, [...new Set(field)].join(" "))
+      const start = fieldStart(terms, f)
+      for (let i = start; i < start + terms[2 * f + 1]!; i++) seen.add(terms[i]!)
     })
     for (const id of seen) this.df[id]!++
-    this.documents[num] = { store, fields }
+    this.storeOf[num] = store
+    this.documents[num] = terms
     this.count++
   }
 
   /** Removes document `num`, if indexed. */
   remove(num: number): void {
-    const document = this.documents[num]
-    if (document === undefined) return
-    const indexes = this.indexesOf(document.store)
+    const terms = this.documents[num]
+    if (terms === undefined) return
+    const indexes = this.indexesOf(this.storeOf[num]!)
     const seen = new Set<number>()
-    document.fields.forEach((field, index) => {
-      for (const id of field.ids) seen.add(id)
-      this.totalLengths[index]! -= field.length
-      if (field.ids.length > 0) indexes[index]!.remove(num)
+    fullTextFields.forEach((_, f) => {
+      const start = fieldStart(terms, f)
+      for (let i = start; i < start + terms[2 * f + 1]!; i++) seen.add(terms[i]!)
+      this.totalLengths[f]! -= terms[2 * f]!
+      if (terms[2 * f + 1]! > 0) indexes[f]!.remove(num)
     })
     for (const id of seen) this.df[id]!--
     this.documents[num] = undefined
+    this.storeOf[num] = undefined
     this.count--
   }
 
@@ -232,9 +263,9 @@ export class LexicalIndex {
     const documents = this.documents
     /** One (document, field) contribution of a term: idf · w_f · BM25 of the field. */
     const add = (num: number, f: number, id: number, termIdf: number) => {
-      const field = documents[num]!.fields[f]!
-      const tf = termFrequency(field, id)
-      if (tf > 0) scores[num]! += termIdf * weights[f]! * bm25Field(tf, field.length, averages[f]!)
+      const terms = documents[num]!
+      const tf = termFrequency(terms, f, id)
+      if (tf > 0) scores[num]! += termIdf * weights[f]! * bm25Field(tf, terms[2 * f]!, averages[f]!)
     }
     // Term by term in query order, field by field (the reference adds in the same order): walk
     // the shorter of the term's postings and the candidate list.

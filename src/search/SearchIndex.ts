@@ -74,6 +74,9 @@ export interface Timeline {
   readonly after: ReadonlyArray<SearchDocument>
 }
 
+/** The vector of a text with no known word: "embedded, nothing to find by meaning". */
+export const noVector = new Float32Array(0)
+
 const groupKeyOf = (store: string, group: string) => `${store}\u0000${group}`
 const compareIds = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 /** Timeline order: by time, then id. */
@@ -93,6 +96,8 @@ export class SearchIndex {
   private readonly groups = new Map<string, Set<string>>()
   private readonly lexical = new LexicalIndex()
   readonly vectors = new VectorIndex()
+  /** Documents embedded without a vector (no word the model knows): not pending, nothing to find by meaning. */
+  private readonly withoutVector = new Set<number>()
 
   get size(): number {
     return this.byId.size
@@ -154,6 +159,7 @@ export class SearchIndex {
     this.count(entry.document, -1)
     this.lexical.remove(entry.num)
     this.vectors.remove(entry.num)
+    this.withoutVector.delete(entry.num)
     this.byId.delete(entry.document.id)
     this.byNum[entry.num] = undefined
     this.freeNums.push(entry.num)
@@ -192,12 +198,13 @@ export class SearchIndex {
       const hash = hashText(text)
       const existing = this.byId.get(document.id)
       if (existing !== undefined && existing.groupKey === key && sameDocument(existing.document, document)) {
-        if (!this.vectors.has(existing.num)) pending.push({ id: document.id, hash, text })
+        if (!this.isEmbedded(existing.num)) pending.push({ id: document.id, hash, text })
         continue
       }
       let vector: Float32Array | undefined
       if (existing !== undefined) {
-        if (existing.hash === hash) vector = this.vectors.get(existing.num)
+        if (existing.hash === hash)
+          vector = this.withoutVector.has(existing.num) ? noVector : this.vectors.get(existing.num)
         if (existing.groupKey !== key) this.remove(document.id)
         else this.removeEntry(existing)
       }
@@ -208,7 +215,7 @@ export class SearchIndex {
       this.byId.set(document.id, entry)
       this.count(document, 1)
       this.lexical.add(num, store, documentFieldTerms(document))
-      if (vector !== undefined) this.vectors.set(num, vector)
+      if (vector !== undefined) this.putVector(num, vector)
       else pending.push({ id: document.id, hash, text })
     }
     for (const id of previous) if (!next.has(id)) this.remove(id)
@@ -217,19 +224,36 @@ export class SearchIndex {
     return pending
   }
 
-  /** Sets `id`'s vector if its content still hashes to `hash`; false when stale or gone. */
+  private isEmbedded(num: number): boolean {
+    return this.vectors.has(num) || this.withoutVector.has(num)
+  }
+
+  private putVector(num: number, vector: Float32Array) {
+    if (vector.length === 0) {
+      this.vectors.remove(num)
+      this.withoutVector.add(num)
+    } else {
+      this.withoutVector.delete(num)
+      this.vectors.set(num, vector)
+    }
+  }
+
+  /**
+   * Sets `id`'s vector if its content still hashes to `hash`; false when stale or gone. An empty
+   * vector records that the text has none (no word the model knows).
+   */
   setVector(id: string, hash: string, vector: Float32Array): boolean {
     const entry = this.byId.get(id)
     if (entry === undefined || entry.hash !== hash) return false
-    this.vectors.set(entry.num, vector)
+    this.putVector(entry.num, vector)
     return true
   }
 
-  /** Documents without a vector (none of their words is known, or their embedding is pending). */
+  /** Documents whose embedding is pending (not yet computed for their current content). */
   missingVectors(): Array<PendingEmbedding> {
     const out: Array<PendingEmbedding> = []
     for (const entry of this.byId.values())
-      if (!this.vectors.has(entry.num))
+      if (!this.isEmbedded(entry.num))
         out.push({ id: entry.document.id, hash: entry.hash, text: embeddingText(entry.document) })
     return out
   }

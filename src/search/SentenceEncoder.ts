@@ -16,6 +16,9 @@ export interface SentenceEncoder {
   readonly close: () => Promise<void>
 }
 
+/** A transformer model's id: its directory (the model files carry no name of their own). */
+export const transformerModelId = (dir: string): string => `transformer:${dir}`
+
 /** Texts per onnxruntime run; bigger batches pad more. */
 export const encodeBatchTextsMax = 128
 

@@ -11,7 +11,7 @@ import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import * as ort from "onnxruntime-node"
 import { chunksOf, encodeBatchTextsMax, type SentenceEncoder } from "./SentenceEncoder.ts"
-import { type StaticModelManifest, staticModelFiles } from "./StaticModelBuild.ts"
+import { type StaticModelManifest, staticModelFiles } from "./StaticModelManifest.ts"
 import { embeddingWords } from "./Tokenizer.ts"
 
 /** Words of one text that reach the model; the rest is ignored. */

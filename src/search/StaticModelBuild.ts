@@ -17,45 +17,31 @@
  * first use into the data directory; `StaticModel.ts` loads the result. The files are written to
  * temporary names and renamed, the manifest last: a directory with a manifest is complete.
  */
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs"
+import { mkdirSync, renameSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { type AllButTheTopOptions, allButTheTop, defaultAllButTheTop } from "./AllButTheTop.ts"
 import { type GloveVocabularyOptions, gloveDimensions, readGloveVocabulary } from "./GloveSource.ts"
 import { encodeLexicon } from "./Lexicon.ts"
 import { encodeOnnxModel, floatRaw, int64Raw, OnnxType } from "./OnnxProto.ts"
 import { type RetrofitOptions, retrofit } from "./Retrofit.ts"
+import { type StaticModelManifest, staticModelBuilderVersion, staticModelFiles } from "./StaticModelManifest.ts"
 import { readWordNetLexicon, retrofitGraph } from "./WordNet.ts"
 import { encodeWordVectors } from "./WordVectors.ts"
 
 export { defaultVocabularySize } from "./GloveSource.ts"
+export {
+  isStaticModelCurrent,
+  type StaticModelManifest,
+  staticModelBuilderVersion,
+  staticModelFiles,
+} from "./StaticModelManifest.ts"
 
-/** Bump when the produced files change; a model built by another version is rebuilt. */
-export const staticModelBuilderVersion = 3
 /**
  * SIF's `a`: words with p(w) ≫ a weigh little ("the" ≈ 0.0013, rank 1,000 ≈ 0.57, rank 10,000
  * ≈ 0.93). Chosen on the retrieval set: 1e-4 beat Arora et al.'s 1e-3 on paraphrases.
  */
 export const sifA = 1e-4
 export const staticModelDimensions = gloveDimensions
-
-/** What was built. */
-export interface StaticModelManifest {
-  readonly format: "mnemos-static-embedding"
-  readonly builderVersion: number
-  readonly id: string
-  readonly dimensions: number
-  readonly vocabularySize: number
-  readonly sourceWords: number
-  readonly sifA: number
-  readonly zipfHarmonic: number
-  /** How the GloVe vectors were changed before use. */
-  readonly postprocessing: string
-  readonly modelBytes: number
-  readonly wordVectorsBytes: number
-  readonly lexiconBytes: number
-  readonly buildMs: number
-  readonly source: string
-}
 
 /** Options of one build. */
 export interface StaticModelBuildOptions extends GloveVocabularyOptions {
@@ -126,17 +112,6 @@ export const staticEmbeddingGraph = (embeddings: Float32Array, rows: number) =>
     ],
   })
 
-/** File names inside a model directory. */
-export const staticModelFiles = {
-  model: "model.onnx",
-  vocabulary: "vocabulary.json",
-  manifest: "manifest.json",
-  /** Quantised word vectors for term alignment (WordVectors.ts). */
-  vectors: "word-vectors.bin",
-  /** The vocabulary's WordNet lexicon (Lexicon.ts). */
-  lexicon: "lexicon.bin",
-}
-
 /** Builds the model into `outDir` (written to temporary names, then renamed: readers never see half a model). */
 export const buildStaticModel = (options: StaticModelBuildOptions): StaticModelManifest => {
   const started = Date.now()
@@ -192,17 +167,4 @@ export const buildStaticModel = (options: StaticModelBuildOptions): StaticModelM
   // The manifest goes last: its presence says the directory is complete.
   write(staticModelFiles.manifest, JSON.stringify(manifest, null, 2))
   return manifest
-}
-
-/** True when `dir` holds a complete model from this builder version (with at least `vocabularySize` words). */
-export const isStaticModelCurrent = (dir: string, vocabularySize?: number): boolean => {
-  try {
-    const manifest = JSON.parse(readFileSync(join(dir, staticModelFiles.manifest), "utf8")) as StaticModelManifest
-    return (
-      manifest.builderVersion === staticModelBuilderVersion &&
-      (vocabularySize === undefined || manifest.vocabularySize >= vocabularySize)
-    )
-  } catch {
-    return false
-  }
 }

@@ -14,7 +14,7 @@
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import * as ort from "onnxruntime-node"
-import { chunksOf, encodeBatchTextsMax, type SentenceEncoder } from "./SentenceEncoder.ts"
+import { chunksOf, encodeBatchTextsMax, type SentenceEncoder, transformerModelId } from "./SentenceEncoder.ts"
 
 /** Default sequence cut (MiniLM was trained on 256-token inputs). */
 export const transformerTokensMaxDefault = 256
@@ -185,7 +185,7 @@ export const loadTransformerModel = async (
   await run([tokenizer.encode("", maxTokens)])
 
   return {
-    id: `transformer:${dir}`,
+    id: transformerModelId(dir),
     get dimensions() {
       return dimensions
     },

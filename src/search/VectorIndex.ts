@@ -3,8 +3,10 @@
  *
  * Vectors live in one Float32Array slab indexed by document number. Up to `exactVectorsMax`
  * vectors, a query is an exact scan in JavaScript (a few milliseconds at most, and the same
- * arithmetic as the reference scan in the tests). Above it, an HNSW index (usearch) answers;
- * while that index is still being built (after a restart), usearch's SIMD exact search does.
+ * arithmetic as the reference scan in the tests). Above it, an HNSW index (usearch, holding its
+ * copy of the vectors in half precision) finds the candidates; while that index is still being
+ * built (after a restart), usearch's SIMD exact search does. Either way each candidate's
+ * similarity is computed again from the slab, as the exact scan computes it.
  * Filters are applied to an oversampled candidate list; when too few candidates survive a
  * selective filter, the filtered documents are scanned exactly instead.
  */
@@ -12,9 +14,17 @@ import { createRequire } from "node:module"
 import type { MetricKind, ScalarKind } from "usearch"
 import { TopK } from "./TopK.ts"
 
-// usearch's ESM entry cannot find its native addon (it recurses looking for the build directory);
-// the CommonJS entry can.
-const usearch = createRequire(import.meta.url)("usearch") as typeof import("usearch")
+type Usearch = typeof import("usearch")
+let usearchModule: Usearch | undefined
+/**
+ * usearch, loaded when a collection first passes `exactVectorsMax` (its native addon is not worth
+ * loading at startup for the exact scans below it). Through require: its ESM entry cannot find
+ * its native addon (it recurses looking for the build directory); the CommonJS entry can.
+ */
+const usearch = (): Usearch => {
+  usearchModule ??= createRequire(import.meta.url)("usearch") as Usearch
+  return usearchModule
+}
 
 /** Below this many vectors, queries scan exactly. */
 export const exactVectorsMax = 10_000
@@ -44,7 +54,7 @@ export class VectorIndex {
   private present: Uint8Array = new Uint8Array(0)
   /** Set by the first vector (0 until then): the model decides it. */
   dimensions = 0
-  private ann: InstanceType<typeof usearch.Index> | undefined
+  private ann: InstanceType<Usearch["Index"]> | undefined
   /** Documents whose vector is not yet in `ann` (added, or changed since). */
   private readonly annBacklog = new Set<number>()
   private count = 0
@@ -116,10 +126,12 @@ export class VectorIndex {
   buildAnnStep(): number {
     if (this.ann === undefined) {
       if (this.count <= exactVectorsMax) return 0
-      this.ann = new usearch.Index({
+      this.ann = new (usearch().Index)({
         dimensions: this.dimensions,
         metric: "ip" as MetricKind,
-        quantization: "f32" as ScalarKind,
+        // Half precision: the HNSW graph finds candidates, whose similarity is then computed
+        // exactly from the slab, so the index's own copy of every vector costs 2 bytes a dimension.
+        quantization: "f16" as ScalarKind,
         connectivity: annConnectivity,
         expansion_add: annExpansionAdd,
         expansion_search: annExpansionSearch,
@@ -194,21 +206,22 @@ export class VectorIndex {
       const wanted = Math.min(this.highest + 1, limit * 2 + 32)
       const matches = this.annReady
         ? this.ann!.search(query, wanted, 1)
-        : (usearch.exactSearch(
+        : (usearch().exactSearch(
             this.slab.subarray(0, (this.highest + 1) * this.dimensions),
             query,
             this.dimensions,
             wanted,
             "ip" as MetricKind,
             1,
-          ) as InstanceType<typeof usearch.Matches>)
+          ) as InstanceType<Usearch["Matches"]>)
       const hits: Array<VectorHit> = []
       let underThreshold = false
       for (let i = 0; i < matches.keys.length; i++) {
         const num = Number(matches.keys[i]!)
-        const similarity = 1 - matches.distances[i]!
+        if (this.present[num] !== 1) continue
+        const similarity = dot(this.slab, num * this.dimensions, query)
         if (similarity < minSimilarity) underThreshold = true
-        else if (this.present[num] === 1 && accept(num)) hits.push({ num, similarity })
+        else if (accept(num)) hits.push({ num, similarity })
       }
       // Enough survivors, or the list already reached the threshold: the answer is complete.
       if (hits.length >= limit || underThreshold || matches.keys.length < wanted)

@@ -239,6 +239,17 @@ describe("the other formats", () => {
     assert.isTrue((await runCommand(exportCommand, [second, "--format", "official-jsonl", "--data-dir", target])).ok)
     assert.strictEqual(readFileSync(second, "utf8"), readFileSync(first, "utf8"))
     assert.include(readFileSync(first, "utf8"), "ünïcödé ✓ \u{1F600}")
+    // The import only wrote the stores (no index, no model: its memory stays the stores'); the
+    // next engine's search catches up with them when it starts.
+    assert.isFalse(existsSync(join(target, "search")))
+    const engine = await openTestEngine(target)
+    try {
+      await engine.awaitSearchWarm()
+      const found = await engine.ok("omni_search", { query: "first program", mode: "lexical" })
+      assert.include(found.text, "wrote the first program")
+    } finally {
+      await engine.close()
+    }
   })
 
   it("conversations backup: export, import elsewhere, export again: the same file", async () => {

@@ -16,6 +16,7 @@ import { Cause, Console, type Context, Effect, Exit, Layer, Scope } from "effect
 import { Command } from "effect/cli"
 import { InstallContext, type InstallMachine } from "../../src/cli/McpInstallCommands.ts"
 import * as Engine from "../../src/Engine.ts"
+import { SearchIndexer } from "../../src/search/Indexer.ts"
 import { AllowUnsafeDataDir } from "../../src/stores/DataDir.ts"
 import { readRecordAt, segmentHeaderBytes } from "../../src/stores/WalRecord.ts"
 import { catalogue } from "../../src/tools/Catalogue.ts"
@@ -129,6 +130,13 @@ export const openTestEngine = async (dir: string, options: { readonly clientId?:
       if (result.isError === true) throw new Error(`${name} failed: ${text}`)
       return { isError: false, text }
     },
+    /** Waits until search's warm-up (loading and reconciling with the stores) is over. */
+    awaitSearchWarm: () =>
+      Effect.runPromise(
+        Effect.gen(function* () {
+          yield* (yield* SearchIndexer).awaitWarm
+        }).pipe(Effect.provideContext(context)),
+      ),
     close: async () => {
       await client.close().catch(() => undefined)
       await Effect.runPromise(Scope.close(scope, Exit.void))

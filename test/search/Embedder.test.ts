@@ -7,7 +7,8 @@
  *   unrelated ones; texts with no known word have no embedding.
  * - A tiny BERT-shaped graph (input_ids, attention_mask, token_type_ids → last_hidden_state)
  *   with a WordPiece tokenizer.json loads through the transformer path; pooling is masked.
- * - The embedder service gives the same vectors inline and from its worker thread.
+ * - The embedder service gives the same vectors inline and from its worker thread, and loads
+ *   nothing until a vector is needed (it names its model from the manifest meanwhile).
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -140,6 +141,34 @@ describe("transformer path", () => {
 })
 
 describe("Embedder service", () => {
+  it("loads nothing until a vector is needed, naming its model from the manifest meanwhile", async () => {
+    const dir = temp()
+    const manifest = buildStaticModel({ outDir: dir, vocabularySize: 3000, includeEngineeringWords: false })
+    const seen = await Effect.runPromise(
+      Effect.gen(function* () {
+        const embedder = yield* Embedder.Embedder
+        const atStart = embedder.status().state
+        const modelId = yield* embedder.modelId
+        const afterModelId = embedder.status().state
+        const aligner = embedder.aligner()
+        const vector = yield* embedder.embedQuery("deploy the new release")
+        return { atStart, modelId, afterModelId, aligner, vector, afterQuery: embedder.status() }
+      }).pipe(Effect.provide(Layer.fresh(Embedder.layer({ model: { kind: "static", dir }, worker: false })))),
+    )
+    assert.deepStrictEqual([seen.atStart, seen.afterModelId], ["unloaded", "unloaded"])
+    assert.strictEqual(seen.modelId, manifest.id)
+    assert.strictEqual(seen.aligner, undefined)
+    // The first query loads the model (and its aligner) and is answered with a vector.
+    assert.strictEqual(seen.vector?.length, manifest.dimensions)
+    assert.deepStrictEqual(seen.afterQuery, {
+      state: "ready",
+      modelId: manifest.id,
+      dimensions: manifest.dimensions,
+      worker: false,
+      workerRunning: false,
+    })
+  })
+
   it("answers the same vectors inline (queries) and from the worker thread (batches)", async () => {
     const dir = temp()
     buildStaticModel({ outDir: dir, vocabularySize: 3000, includeEngineeringWords: false })

@@ -36,15 +36,16 @@ const scannedDocuments = (engine: SearchEngine) =>
     }),
   )
 
-/** Asserts the index holds exactly the scanned documents. */
-const assertIndexEqualsStore = async (engine: SearchEngine) => {
+/** Asserts the index holds exactly the scanned documents, all embedded (`withoutVector` of them to no vector). */
+const assertIndexEqualsStore = async (engine: SearchEngine, withoutVector = 0) => {
   const indexer = await engine.indexer()
   const expected = await scannedDocuments(engine)
   const indexed = await engine.run(indexer.documents(expected.map((document) => document.id)))
   assert.deepStrictEqual(indexed, expected)
   assert.strictEqual(indexer.health().index.documents, expected.length)
   // Every word used here is in the model's vocabulary, so every document has a vector.
-  assert.strictEqual(indexer.health().index.vectors, expected.length)
+  assert.strictEqual(indexer.health().index.vectors, expected.length - withoutVector)
+  assert.strictEqual(indexer.health().pendingEmbeddings, 0)
 }
 
 const names = ["Alice", "Bob", "Payments API", "Ledger", "Flaky test"]
@@ -146,6 +147,41 @@ describe("search indexer", () => {
     assert.strictEqual(health.state, "warm")
     assert.strictEqual(health.lagEvents, 0)
     await engine.close()
+  })
+
+  it("restarts warm without loading the model; a search by meaning, or a write, loads it", async () => {
+    const dir = tempDir()
+    const first = await openSearchEngine(dir)
+    const embedderState = async (engine: SearchEngine) => (await engine.indexer()).health().embedder.state
+    assert.strictEqual(await embedderState(first), "unloaded", "an empty index needs no model")
+    await sendAll(first, [
+      {
+        _tag: "CreateEntities",
+        project: "p",
+        // Zzqx's two documents have no word the model knows: embedded as "no vector", not retried.
+        entities: [
+          { name: "Ledger", entityType: "service", observations: [texts[0]!] },
+          { name: "Zzqx", entityType: "qqvk", observations: ["zzqx vvkq"] },
+        ],
+      },
+    ])
+    await assertIndexEqualsStore(first, 2)
+    assert.strictEqual(await embedderState(first), "ready", "a write loads the model")
+    await first.close()
+
+    const restarted = await openSearchEngine(dir)
+    assert.strictEqual(await embedderState(restarted), "unloaded", "every vector was persisted")
+    const hybrid = await searchAll(restarted, "postgresql")
+    assert.strictEqual(await embedderState(restarted), "ready", "a hybrid search loads the model")
+    assert.isAbove(hybrid[0]!.fulltext, 0)
+    assert.isAbove(hybrid[0]!.semantic, 0, "and is answered by meaning too")
+    await assertIndexEqualsStore(restarted, 2)
+    await restarted.close()
+
+    const wordsOnly = await openSearchEngine(dir)
+    await wordsOnly.ok("omni_search", { query: "postgresql", project: "p", mode: "lexical" })
+    assert.strictEqual(await embedderState(wordsOnly), "unloaded", "a search by words needs no model")
+    await wordsOnly.close()
   })
 
   it("answers identically after a restart, after losing its data, and after the store moved on without it", async () => {

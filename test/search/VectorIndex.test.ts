@@ -57,6 +57,14 @@ describe("VectorIndex above the exact-scan bound", () => {
         exact(query, () => true, 10),
       )
     assert.isAtLeast(after / queries.length, 0.9)
+    // The HNSW index holds half-precision copies; the similarities answered are the exact ones.
+    for (const query of queries.slice(0, 5))
+      for (const hit of index.search(query, () => true, 10, -1, byNum))
+        assert.closeTo(
+          hit.similarity,
+          vectors[hit.num]!.reduce((sum, value, i) => sum + value * query[i]!, 0),
+          1e-5,
+        )
     // A removed vector is never returned.
     assert.isFalse(index.search(vectors[7]!, () => true, 5, -1, byNum).some((hit) => hit.num === 7))
   })

@@ -1,0 +1,131 @@
+/**
+ * What `mnemos serve` runs (ServeCommand.ts holds its flags): the engine on a data directory, with
+ * the daemon's transports or MCP on stdio, until SIGINT/SIGTERM or the end of stdin. Imported by
+ * the command's handler only, so no other command loads the engine, the transports or the tools.
+ */
+import { resolve } from "node:path"
+import { Console, Effect, Layer, Option, Schema } from "effect"
+import * as Engine from "../Engine.ts"
+import * as EditorServices from "../editor/EditorServices.ts"
+import { encoderConfigOf } from "../search/EncoderLoader.ts"
+import { resolveDataDir } from "../stores/DataDir.ts"
+import { defaultToolsets, toolsets as knownToolsets, selectTools } from "../tools/Catalogue.ts"
+import { ping } from "../transports/Daemon.ts"
+import { versionLine } from "./BuildInfo.ts"
+import { shutdownSignal } from "./Main.ts"
+import { type NatsFlags, recordMembership, sharedMemoryFor } from "./NatsFlags.ts"
+
+/** The flags of `mnemos serve`, parsed. */
+export interface ServeOptions extends NatsFlags {
+  readonly dataDir: Option.Option<string>
+  readonly stdio: boolean
+  readonly port: number
+  readonly host: string
+  readonly udpPort: Option.Option<number>
+  readonly toolsets: Option.Option<string>
+  readonly nvim: Option.Option<string>
+  readonly nvimAllowLua: boolean
+  readonly model: Option.Option<string>
+}
+
+/** `mnemos serve` cannot start as asked (an unknown toolset, a directory without a model). */
+export class ServeFailed extends Schema.TaggedError<ServeFailed>()("ServeFailed", { message: Schema.String }) {}
+
+/** The embedding model of `--model` or $MNEMOS_MODEL (the built-in one without either). */
+const modelOf = (flag: Option.Option<string>) => {
+  const dir = Option.getOrUndefined(flag) ?? process.env.MNEMOS_MODEL
+  if (dir === undefined || dir === "") return Effect.succeed(undefined)
+  return Effect.try({
+    try: () => encoderConfigOf(resolve(dir)),
+    catch: (error) => new ServeFailed({ message: error instanceof Error ? error.message : String(error) }),
+  })
+}
+
+/** The tools of `--toolsets` (the default set without it); unknown names are refused. */
+const toolsOf = (flag: Option.Option<string>) => {
+  const names = Option.match(flag, {
+    onNone: () => defaultToolsets,
+    onSome: (text) => {
+      const listed = text
+        .split(",")
+        .map((name) => name.trim())
+        .filter((name) => name !== "")
+      return listed.includes("all") ? knownToolsets : listed
+    },
+  })
+  const { tools, unknown } = selectTools(names)
+  if (unknown.length > 0)
+    return Effect.fail(
+      new ServeFailed({ message: `unknown toolset(s) ${unknown.join(", ")}; known: ${knownToolsets.join(", ")}` }),
+    )
+  if (tools.length === 0) return Effect.fail(new ServeFailed({ message: "--toolsets names no toolset" }))
+  return Effect.succeed(tools)
+}
+
+/** Runs `mnemos serve` until it is stopped. */
+export const serve = Effect.fn(function* ({
+  dataDir,
+  stdio,
+  port,
+  host,
+  udpPort,
+  toolsets,
+  nvim,
+  nvimAllowLua,
+  model,
+  ...natsFlags
+}: ServeOptions) {
+  const location = resolveDataDir(Option.getOrUndefined(dataDir))
+  const tools = yield* toolsOf(toolsets)
+  const encoder = yield* modelOf(model)
+  const shared = yield* sharedMemoryFor(natsFlags, location.path)
+  const nats = shared?.settings
+  if (!stdio) {
+    const running = yield* Effect.promise(() => ping(host, port))
+    if (running !== undefined && running.dataDir === location.path) {
+      yield* Console.log(`a mnemos daemon (pid ${running.pid}) already serves ${location.path} on ${host}:${port}`)
+      return
+    }
+  }
+  const engine = Engine.layer({
+    dataDir: location.path,
+    command: stdio ? "mnemos serve --stdio" : `mnemos serve --port ${port}`,
+    ...(encoder === undefined ? {} : { search: { model: encoder } }),
+    ...(nats === undefined ? {} : { nats }),
+  })
+  yield* Effect.gen(function* () {
+    yield* Console.error(`mnemos ${versionLine()}`)
+    yield* Console.error(`data directory: ${location.path} (from ${location.source})`)
+    if (shared !== undefined) {
+      // The stores opened in the shared memory (the engine is up): this data directory is a replica now.
+      if (shared.joining) recordMembership(location.path, shared.settings)
+      yield* Console.error(
+        `shared memory "${shared.settings.prefix}" on NATS ${shared.settings.servers.join(", ")} (this daemon: ${shared.settings.daemonId})`,
+      )
+    }
+    // Each mode loads only its own transports: stdio needs no HTTP server, a daemon no stdio session.
+    const reason = stdio
+      ? yield* Effect.flatMap(
+          Effect.promise(() => import("../transports/Stdio.ts")),
+          ({ serveStdio }) => Effect.raceFirst(serveStdio({ tools }).pipe(Effect.as("stdin closed")), shutdownSignal),
+        )
+      : yield* Effect.flatMap(
+          Effect.promise(() => import("./DaemonRun.ts")),
+          ({ runDaemon }) =>
+            runDaemon(
+              location.path,
+              host,
+              port,
+              Option.getOrElse(udpPort, () => port + 1),
+              tools,
+            ),
+        )
+    yield* Console.error(`${reason}: shutting down (finishing in-flight writes, flushing)`)
+  }).pipe(
+    Effect.scoped,
+    Effect.provide(Layer.fresh(engine)),
+    Effect.provide(
+      EditorServices.layer({ dataDir: location.path, nvim: Option.getOrUndefined(nvim), allowLua: nvimAllowLua }),
+    ),
+  )
+})
