@@ -16,6 +16,7 @@ const suites: Record<string, () => Promise<BenchSuite>> = {
   conversations: async () => (await import("./conversations.ts")).suite,
   transports: async () => (await import("./transports.ts")).suite,
   footprint: async () => (await import("./footprint.ts")).suite,
+  cluster: async () => (await import("./cluster.ts")).suite,
 }
 
 const args = process.argv.slice(2)

@@ -11,9 +11,7 @@ import { readFileSync } from "node:fs"
 import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream"
 import { connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node"
 import { Context, Effect, Layer, Schema } from "effect"
-import { natsConnectTimeoutMs, natsFailFastAfterMs, type NatsSettings, validateNatsSettings } from "./NatsSettings.ts"
-
-export { type NatsSettings, validateNatsSettings } from "./NatsSettings.ts"
+import { type NatsSettings, natsConnectTimeoutMs, natsFailFastAfterMs, validateNatsSettings } from "./NatsSettings.ts"
 
 /** Why NATS could not be used. */
 export class NatsError extends Schema.TaggedError<NatsError>()("NatsError", {
