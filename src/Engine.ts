@@ -22,8 +22,9 @@ import { graphStore } from "./graph/GraphStore.ts"
 import * as Embedder from "./search/Embedder.ts"
 import * as SearchIndexer from "./search/Indexer.ts"
 import { searchSources } from "./search/SearchSources.ts"
-import { lockDataDir } from "./stores/DataDir.ts"
+import { DataDirError, lockDataDir } from "./stores/DataDir.ts"
 import type { NatsSettings } from "./stores/NatsSettings.ts"
+import { readMembership } from "./stores/SharedMemory.ts"
 import { type StateSchema, withKernelKeys } from "./stores/StateSchema.ts"
 import type { AnyStoreDefinition } from "./stores/StoreDefinition.ts"
 import { layerNode } from "./stores/WalFs.ts"
@@ -71,13 +72,32 @@ const sharedLogsLayer = (settings: NatsSettings) =>
   )
 
 /**
+ * A data directory that is a replica of a shared memory opens only in it: its stores are positions in
+ * the shared streams, and writing a local log beside them would fork the memory's history.
+ */
+const refuseSharedMemberAlone = (config: Omit<EngineConfig, "search">) =>
+  Effect.suspend(() => {
+    const membership = config.nats === undefined ? readMembership(config.dataDir) : undefined
+    if (membership === undefined) return Effect.void
+    return Effect.fail(
+      new DataDirError({
+        reason: "Config",
+        path: config.dataDir,
+        message: `${config.dataDir} is a replica of the shared memory "${membership.prefix}" (${membership.servers.join(", ")}): ${config.command} runs through its daemon (mnemos serve) or after mnemos cluster leave`,
+      }),
+    )
+  })
+
+/**
  * The stores alone: the lock, the event bus, the router with every store and the audit feed (and,
  * for a shared memory, the stores' logs on JetStream). What a command that moves records in or out
  * needs (`mnemos import`, `export`): search is not kept current by it (no index in memory, no
  * embedding model), and the next full engine reconciles search with the stores when it starts.
  */
 export const storesLayer = (config: Omit<EngineConfig, "search">) => {
-  const lock = Layer.effectDiscard(lockDataDir(config.dataDir, config.command))
+  const lock = Layer.effectDiscard(
+    Effect.andThen(refuseSharedMemberAlone(config), lockDataDir(config.dataDir, config.command)),
+  )
   const router = Router.layer({
     dataDir: config.dataDir,
     stores: config.stores ?? domainStores,

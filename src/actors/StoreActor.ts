@@ -470,6 +470,15 @@ export const makeStore = <Command, Event, Reply, Failure>(
     const compact = (): Effect.Effect<CompactionReport, StoreError> =>
       Effect.suspend(() => {
         if (refusal !== undefined) return Effect.fail(refusal)
+        // A shared memory's history is its streams, which every daemon replays from: a snapshot
+        // appended there would not remove what the stream holds before it (docs/scaling.md).
+        if (kernel.shared)
+          return Effect.fail(
+            storeError(
+              "Unsupported",
+              'a store of a shared memory is not compacted: its history is the JetStream stream every daemon replays (docs/scaling.md, "Deleting for good")',
+            ),
+          )
         const reply = Deferred.makeUnsafe<CompactionReport, StoreError>()
         const control: Control = { _tag: "Control", name: "compact", reply }
         return Effect.flatMap(mailbox.offer(control), (accepted) =>

@@ -8,7 +8,8 @@
  * - `TooLarge`: the command's records do not fit one batch of the store's log (a shared log's
  *   message size); it was not applied;
  * - `ReplyWithheld`: a retried command was applied before, but its reply was dropped by a
- *   compaction (it may have quoted deleted data); it is not applied again.
+ *   compaction (it may have quoted deleted data); it is not applied again;
+ * - `Unsupported`: the store cannot do this in its mode (a shared memory's store is not compacted).
  */
 import { Schema } from "effect"
 
@@ -23,6 +24,7 @@ export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", {
     "ShuttingDown",
     "ReplyWithheld",
     "TooLarge",
+    "Unsupported",
   ]),
   message: Schema.String,
 }) {}

@@ -11,13 +11,13 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { Effect, Exit, Layer, References, type Scope } from "effect"
+import { Cause, Effect, Exit, Layer, References, type Scope } from "effect"
 import fc from "fast-check"
 import * as EventBus from "../../src/actors/EventBus.ts"
 import { defaultStoreOptions, makeStore, type Store } from "../../src/actors/StoreActor.ts"
 import { jetStreamLogs } from "../../src/stores/JetStreamWal.ts"
 import * as Nats from "../../src/stores/Nats.ts"
-import type { StoreError } from "../../src/stores/StoreError.ts"
+import { StoreError } from "../../src/stores/StoreError.ts"
 import { layerNode } from "../../src/stores/WalFs.ts"
 import { type KvCommand, type KvRejected, kvStore, readAll } from "../support/KvStore.ts"
 import { type NatsCluster, startNatsCluster } from "../support/NatsCluster.ts"
@@ -156,6 +156,25 @@ describe("replicas on a 3-node JetStream cluster", () => {
       { numRuns: runs, seed },
     )
   }, 600_000)
+
+  it("a store of a shared memory refuses compaction (its history is the stream), and keeps serving", async () => {
+    const refused = await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const store = yield* replica(`compact${Date.now() % 100_000}`, "d0", 0)
+          yield* store.send({ _tag: "Put", key: "a", value: "1" })
+          const compacted = yield* Effect.exit(store.compact())
+          const after = yield* store.send({ _tag: "Put", key: "b", value: "2" })
+          return { compacted, after, state: yield* store.read(readAll) }
+        }),
+      ).pipe(Effect.provideService(References.MinimumLogLevel, "None")),
+    )
+    assert.isTrue(Exit.isFailure(refused.compacted))
+    const error = Exit.isFailure(refused.compacted) ? Cause.squash(refused.compacted.cause) : undefined
+    assert.instanceOf(error, StoreError)
+    assert.strictEqual((error as StoreError).reason, "Unsupported")
+    assert.deepStrictEqual(refused.state, { a: "1", b: "2" })
+  }, 120_000)
 })
 
 const outcome = (exit: Exit.Exit<unknown, StoreError | KvRejected>): unknown =>
