@@ -120,7 +120,12 @@ export const layer = (config: EngineConfig) => {
   const search = SearchIndexer.layer({ sources: searchSources, dataDir: config.dataDir }).pipe(
     Layer.provide(Embedder.layer({ ...config.search, dataDir: config.dataDir })),
   )
-  return Layer.mergeAll(GraphSearch.layer, AuditLedger.layer, RecordExpiry.layer(recordStores), search).pipe(
+  // A shared memory's daemons say they are there (the dashboard's panel); loaded only for one.
+  const presence =
+    config.nats === undefined
+      ? Layer.empty
+      : Layer.unwrap(Effect.promise(async () => (await import("./cluster/Presence.ts")).layer))
+  return Layer.mergeAll(GraphSearch.layer, AuditLedger.layer, RecordExpiry.layer(recordStores), search, presence).pipe(
     Layer.provideMerge(core),
   )
 }

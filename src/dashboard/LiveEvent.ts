@@ -10,6 +10,8 @@ export interface LiveEvent {
   readonly at: number
   readonly tag: string
   readonly project?: string
+  /** In a shared memory: the daemon that wrote it (absent for this daemon's own writes). */
+  readonly origin?: string
   /** Graph changes: what appeared or went. */
   readonly graph?: {
     readonly entities?: ReadonlyArray<{ readonly name: string; readonly type: string; readonly observations: number }>

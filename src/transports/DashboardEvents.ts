@@ -91,7 +91,13 @@ export type { LiveEvent }
 export const liveEventOf = (committed: CommittedEvent): LiveEvent => {
   const event = isRecord(committed.event) ? committed.event : {}
   const tag = stringOf(event._tag) ?? "event"
-  const base = { store: committed.store, seq: committed.seq, at: committed.at, tag }
+  const base = {
+    store: committed.store,
+    seq: committed.seq,
+    at: committed.at,
+    tag,
+    ...(committed.origin === undefined ? {} : { origin: committed.origin }),
+  }
   if (committed.store === "graph") {
     const graph = committed.event as GraphEvent
     return { ...base, project: graph.project, graph: graphDetails(graph) }

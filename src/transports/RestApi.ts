@@ -6,6 +6,8 @@
  *   GET /api/stats              counts per project and the health of every store (the health even
  *                               when the graph store refuses: `projects` is then empty and
  *                               `projectsError` says why)
+ *   GET /api/cluster            the shared memory: its daemons, which are live, how far each is
+ *                               behind per store (`{shared: false}` for a local memory)
  *   GET /api/graph?project=P    the graph as nodes and edges (at most `graphNodesMax` nodes)
  *   GET /api/search?q=Q&project=P[&stores=a,b&kinds=k&mode=hybrid&limit=N&since=ISO&until=ISO]
  *                               omni search (every store, ranked, with score breakdowns)
@@ -27,6 +29,7 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import { type Context, Effect, Exit, Result, Schema } from "effect"
 import { Router } from "../actors/Router.ts"
 import { buildInfo } from "../cli/BuildInfo.ts"
+import { ClusterPresence } from "../cluster/Presence.ts"
 import { compactAll } from "../Engine.ts"
 import { GateSetBody, GateVerifyQuery, httpStatusOf, restClientLengthMax } from "../engineering/GateHttp.ts"
 import { gateHttpStatus, listGates, setGate, verifyGate } from "../engineering/Gates.ts"
@@ -112,6 +115,12 @@ const stats = (telemetry: Telemetry["Service"] | undefined) =>
     }
   })
 
+/** The shared memory's daemons (ClusterPresence), or that this daemon serves a local memory. */
+const clusterView = Effect.gen(function* () {
+  const view = yield* (yield* ClusterPresence).view
+  return view === undefined ? { shared: false } : { shared: true, ...view }
+})
+
 /** Decodes `/api/search`'s query string into an omni search, or says what is wrong. */
 const omniSearchOf = (project: string, params: URLSearchParams) => {
   const list = (name: string) =>
@@ -167,6 +176,8 @@ export const handleRest = async (
       return void (onlyGet() && rest.sendJson(res, 200, buildInfo()))
     case "/api/stats":
       return void (onlyGet() && (await run(stats(rest.telemetry))))
+    case "/api/cluster":
+      return void (onlyGet() && (await run(clusterView)))
     case "/api/graph":
       return void (onlyGet() && (await run(graphOf(project))))
     case "/api/search": {

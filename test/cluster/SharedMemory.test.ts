@@ -97,6 +97,19 @@ const writers = (
     }),
   )
 
+/** `GET /api/cluster` (src/cluster/Presence.ts). */
+interface ClusterApi {
+  readonly shared: boolean
+  readonly prefix: string
+  readonly self: string
+  readonly daemons: ReadonlyArray<{
+    readonly daemonId: string
+    readonly self: boolean
+    readonly live: boolean
+    readonly stores: ReadonlyArray<{ readonly name: string; readonly behind?: number }>
+  }>
+}
+
 describe("three daemons on a 3-node JetStream cluster", () => {
   it("concurrent writers on every daemon, also on one entity; kill -9 of a daemon and of a NATS node mid-run: no write fails on the survivors, every acked write is on every daemon, graphs identical, the restarted daemon catches up from its checkpoint", async () => {
     const prefix = `team${Date.now() % 100_000}`
@@ -112,6 +125,18 @@ describe("three daemons on a 3-node JetStream cluster", () => {
     const failures: Array<string> = []
     await Promise.all(clients.map((client, index) => writers(client, `r1d${index}`, 40, acked, failures)))
     assert.deepStrictEqual(failures, [])
+    // Every daemon sees the three live in the shared memory's presence list (the dashboard's panel).
+    const presence = await waitFor(
+      "three live daemons in the presence list",
+      async () => {
+        const view = await apiGet<ClusterApi>(daemons[0]!, "/api/cluster")
+        return view.daemons.filter((daemon) => daemon.live).length === 3 ? view : undefined
+      },
+      20_000,
+    )
+    assert.strictEqual(presence.prefix, prefix)
+    assert.isTrue(presence.daemons[0]!.self)
+    const doomedId = (await apiGet<ClusterApi>(daemons[2]!, "/api/cluster")).self
 
     // Round two: the faults, while everyone writes.
     const survivorFailures: Array<string> = []
@@ -130,6 +155,18 @@ describe("three daemons on a 3-node JetStream cluster", () => {
     await cluster.nodes[0]!.stop("SIGKILL")
     await round
     assert.deepStrictEqual(survivorFailures, [], "losing one daemon and one NATS node fails no write on the others")
+    await waitFor(
+      "the killed daemon shown silent",
+      async () => {
+        const view = await apiGet<ClusterApi>(daemons[0]!, "/api/cluster")
+        console.log(
+          JSON.stringify(view.daemons.map((d) => [d.daemonId, d.live, (d as { silentMs?: number }).silentMs])),
+          doomedId,
+        )
+        return view.daemons.some((daemon) => daemon.daemonId === doomedId && !daemon.live) ? true : undefined
+      },
+      30_000,
+    )
 
     // The killed daemon comes back on the same data directory and catches up.
     await cluster.nodes[0]!.start()
@@ -152,6 +189,18 @@ describe("three daemons on a 3-node JetStream cluster", () => {
         return positions.every((store) => (store.wal?.position ?? 0) >= end) ? true : undefined
       },
       60_000,
+    )
+    // Back in the presence list, and nobody behind on the graph.
+    await waitFor(
+      "three live daemons, none behind",
+      async () => {
+        const view = await apiGet<ClusterApi>(daemons[0]!, "/api/cluster")
+        const graphBehind = view.daemons.map((daemon) => daemon.stores.find((store) => store.name === "graph")?.behind)
+        return view.daemons.filter((daemon) => daemon.live).length === 3 && graphBehind.every((behind) => behind === 0)
+          ? true
+          : undefined
+      },
+      30_000,
     )
     // The restarted daemon replayed only what its LMDB did not hold when it was killed.
     const totalRecords = ((await graphStore(daemons[0]!)).wal?.nextSeq ?? 1) - 1

@@ -21,6 +21,8 @@ import type { LiveEvent } from "../live.ts"
 export const flashMs = 4000
 /** Longest initial layout run. */
 export const layoutMsMax = 20_000
+/** Up to this many nodes, every node's name is drawn (beyond, sigma's label grid picks a readable few). */
+export const labelAllNodesMax = 40
 
 interface NodeAttributes {
   x: number
@@ -127,6 +129,10 @@ export class GraphScene {
       nodeReducer: (node, data) => this.reduceNode(node, data),
       edgeReducer: (edge, data) => this.reduceEdge(edge, data),
     })
+    // How many names are drawn, for tests and assistive checks (the canvas itself has no text).
+    this.renderer.on("afterRender", () => {
+      container.dataset.labels = String(this.renderer.getNodeDisplayedLabels().size)
+    })
     this.renderer.on("clickNode", ({ node }) => this.callbacks.onSelect(node))
     this.renderer.on("clickStage", () => this.callbacks.onSelect(undefined))
     this.renderer.on("enterNode", ({ node }) => {
@@ -151,6 +157,7 @@ export class GraphScene {
     if (this.hiddenTypes.has(data.entityType)) return { ...data, hidden: true }
     const focus = this.hovered ?? this.selected
     const display: Partial<NodeDisplayData> = { ...data }
+    if (this.graph.order <= labelAllNodesMax) display.forceLabel = true
     if (this.flashing.has(node)) {
       display.highlighted = true
       display.size = data.size * 1.5
@@ -272,8 +279,11 @@ export class GraphScene {
     if (this.selected !== undefined && !this.graph.hasNode(this.selected)) this.select(undefined)
     this.refreshNeighbours()
     this.callbacks.onChange()
-    if (fresh) this.runLayout(Math.min(layoutMsMax, 2500 + this.graph.order * 1.2))
-    else if (remainingMs > 0 || this.graph.order !== previous.size) this.runLayout(Math.max(1500, remainingMs))
+    if (fresh) {
+      // A new graph (the first load, another project) is shown whole, whatever the camera did before.
+      this.renderer.getCamera().setState({ x: 0.5, y: 0.5, ratio: 1, angle: 0 })
+      this.runLayout(Math.min(layoutMsMax, 2500 + this.graph.order * 1.2))
+    } else if (remainingMs > 0 || this.graph.order !== previous.size) this.runLayout(Math.max(1500, remainingMs))
   }
 
   /** Applies live graph events of this project; false when they need a full reload. */

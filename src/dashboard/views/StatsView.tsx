@@ -48,8 +48,92 @@ const Kpi = (props: {
   </div>
 )
 
+/** `/api/cluster`: the shared memory's daemons (src/cluster/Presence.ts), or `{shared: false}`. */
+interface ClusterData {
+  readonly shared: boolean
+  readonly prefix?: string
+  readonly servers?: ReadonlyArray<string>
+  readonly connected?: boolean
+  readonly server?: string
+  readonly lastError?: string
+  readonly daemons?: ReadonlyArray<{
+    readonly daemonId: string
+    readonly host: string
+    readonly pid: number
+    readonly self: boolean
+    readonly live: boolean
+    readonly silentMs: number
+    readonly stores: ReadonlyArray<{ readonly name: string; readonly position: number; readonly behind?: number }>
+  }>
+}
+
+/** Which daemons serve the shared memory, and how many batches each has still to apply. */
+const SharedMemoryPanel = (props: { cluster: ClusterData }) => {
+  const { cluster } = props
+  if (!cluster.shared) return null
+  const daemons = cluster.daemons ?? []
+  return (
+    <>
+      <h2 class="section-title">Shared memory “{cluster.prefix}”</h2>
+      <p class="muted small" data-testid="cluster-connection">
+        {cluster.connected
+          ? `NATS ${cluster.server ?? cluster.servers?.join(", ")} · ${daemons.filter((daemon) => daemon.live).length} of ${daemons.length} daemon(s) live`
+          : `NATS out of reach (${cluster.servers?.join(", ")})${cluster.lastError ? `: ${cluster.lastError}` : ""} · reads are served from this daemon's copy, writes fail`}
+      </p>
+      <div class="table-wrap">
+        <table class="table" data-testid="cluster-table">
+          <caption class="visually-hidden">The daemons of the shared memory</caption>
+          <thead>
+            <tr>
+              <th scope="col">Daemon</th>
+              <th scope="col">State</th>
+              <th scope="col">Host</th>
+              <th scope="col" class="num">
+                Behind
+              </th>
+              <th scope="col">Stores behind</th>
+            </tr>
+          </thead>
+          <tbody>
+            {daemons.map((daemon) => {
+              const behind = daemon.stores.reduce((sum, store) => sum + (store.behind ?? 0), 0)
+              const lagging = daemon.stores.filter((store) => (store.behind ?? 0) > 0)
+              return (
+                <tr key={daemon.daemonId} aria-current={daemon.self ? "true" : undefined}>
+                  <th scope="row">
+                    {daemon.daemonId}
+                    {daemon.self ? " (this one)" : ""}
+                  </th>
+                  <td>
+                    <Badge tone={daemon.live ? "ok" : "bad"}>
+                      {daemon.live ? "live" : `silent ${formatDuration(Math.round(daemon.silentMs / 1000))}`}
+                    </Badge>
+                  </td>
+                  <td>
+                    {daemon.host} · pid {daemon.pid}
+                  </td>
+                  <td class="num">{formatCount(behind)}</td>
+                  <td>
+                    {lagging.length === 0
+                      ? "caught up"
+                      : lagging.map((store) => `${store.name} ${formatCount(store.behind ?? 0)}`).join(", ")}
+                  </td>
+                </tr>
+              )
+            })}
+          </tbody>
+        </table>
+      </div>
+    </>
+  )
+}
+
 export const StatsView = (props: { project: string }) => {
   const stats = useResource(() => api<StatsData>("/api/stats"), [], { stores: "all", pollMs: 3000 })
+  const cluster = useResource(() => api<ClusterData>("/api/cluster").catch(() => ({ shared: false })), [], {
+    stores: [],
+    pollMs: 2000,
+  })
   const metrics = useResource(() => api<MetricsData>("/api/dashboard/metrics"), [], { stores: "all", pollMs: 2000 })
   const health = useResource(() => api<SearchHealth>("/api/search/health").catch(() => undefined), [], {
     stores: [],
@@ -61,6 +145,7 @@ export const StatsView = (props: { project: string }) => {
       <Load resource={stats} what="Stats">
         {(data) => <StatsBody stats={data} metrics={metrics.data} health={health.data} project={props.project} />}
       </Load>
+      {cluster.data !== undefined && <SharedMemoryPanel cluster={cluster.data} />}
     </section>
   )
 }
