@@ -44,6 +44,7 @@ export class ConfigInvalid extends Schema.TaggedError<ConfigInvalid>()("ConfigIn
 const dataDirSources: Record<DataDirSource, { source: ConfigSource; from: string }> = {
   flag: { source: "flag", from: "--data-dir" },
   environment: { source: "environment", from: "MNEMOS_DATA_DIR" },
+  MCP_MEMORY_STORE_DIR: { source: "environment", from: "MCP_MEMORY_STORE_DIR" },
   xdg: { source: "environment", from: "XDG_DATA_HOME (+ /mnemos)" },
   default: { source: "default", from: "~/.local/share/mnemos" },
 }

@@ -38,6 +38,7 @@ const documentsOf = (stored: StoredMessage | undefined, project: string, id: str
           role: message.role,
           memory_kind: message.metadata.memory_kind,
           memory_tier: message.metadata.memory_tier,
+          ...(message.metadata.tool_call_id !== undefined ? { tool_call_id: message.metadata.tool_call_id } : {}),
         },
       },
     ],

@@ -220,7 +220,13 @@ export interface StoreHealth {
 }
 export interface StatsData {
   readonly version: { readonly version: string; readonly gitCommit?: string; readonly builtAt?: string }
-  readonly projects: ReadonlyArray<{ readonly project: string; readonly entities: number; readonly relations: number }>
+  readonly projects: ReadonlyArray<{
+    readonly project: string
+    readonly entities: number
+    readonly relations: number
+    readonly tasks?: number
+    readonly techDebt?: number
+  }>
   readonly stores: ReadonlyArray<StoreHealth>
   readonly search: Readonly<Record<string, unknown>>
   readonly [key: string]: unknown

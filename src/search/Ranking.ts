@@ -93,6 +93,8 @@ export interface SearchFilter {
   /** Inclusive bounds on `at`, ms since the epoch. */
   readonly since?: number | undefined
   readonly until?: number | undefined
+  /** A further condition on the document (e.g. mem-search's seed event types: a message's role). */
+  readonly matches?: ((document: SearchDocument) => boolean) | undefined
 }
 
 /** True when `document` passes `filter`. */
@@ -102,7 +104,8 @@ export const passes = (filter: SearchFilter, document: SearchDocument): boolean 
   (filter.kinds === undefined || filter.kinds.includes(document.kind)) &&
   (filter.session === undefined || document.session === filter.session) &&
   (filter.since === undefined || document.at >= filter.since) &&
-  (filter.until === undefined || document.at <= filter.until)
+  (filter.until === undefined || document.at <= filter.until) &&
+  (filter.matches === undefined || filter.matches(document))
 
 const rankPart = (weight: number, rank: number | undefined) =>
   rank === undefined || weight === 0 ? 0 : (weight * (rrfK + 1)) / (rrfK + rank)

@@ -1,7 +1,8 @@
 /**
  * The data directory: where it is, and who owns it.
  *
- * Resolution order: `--data-dir`, then `$MNEMOS_DATA_DIR`, then `$XDG_DATA_HOME/mnemos`, then
+ * Resolution order: `--data-dir`, then `$MNEMOS_DATA_DIR`, then `$MCP_MEMORY_STORE_DIR` (seed 002's
+ * name for it), then `$XDG_DATA_HOME/mnemos`, then
  * `~/.local/share/mnemos`. One process owns a data directory at a time: it holds `mnemos.lock`,
  * which names its pid, host, start time and (on Linux) the boot and the process's start tick. The
  * file is written whole under a temporary name and linked into place, which fails if a lock
@@ -41,7 +42,7 @@ import { readDataDirConfig } from "./DataDirConfig.ts"
 import { describeTightened, privateUmask, tightenDataDir } from "./DataDirPermissions.ts"
 
 /** Where the data directory came from, for `mnemos config` and error messages. */
-export type DataDirSource = "flag" | "environment" | "xdg" | "default"
+export type DataDirSource = "flag" | "environment" | "MCP_MEMORY_STORE_DIR" | "xdg" | "default"
 
 /** A resolved data directory. */
 export interface DataDirLocation {
@@ -53,6 +54,8 @@ export interface DataDirLocation {
 export const resolveDataDir = (flag: string | undefined, env: NodeJS.ProcessEnv = process.env): DataDirLocation => {
   if (flag !== undefined && flag !== "") return { path: resolve(flag), source: "flag" }
   if (env.MNEMOS_DATA_DIR) return { path: resolve(env.MNEMOS_DATA_DIR), source: "environment" }
+  // Seed 002's variable, kept for its users: below mnemos's own.
+  if (env.MCP_MEMORY_STORE_DIR) return { path: resolve(env.MCP_MEMORY_STORE_DIR), source: "MCP_MEMORY_STORE_DIR" }
   // The XDG spec: a relative $XDG_DATA_HOME is invalid and ignored.
   if (env.XDG_DATA_HOME && isAbsolute(env.XDG_DATA_HOME))
     return { path: resolve(env.XDG_DATA_HOME, "mnemos"), source: "xdg" }

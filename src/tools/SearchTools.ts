@@ -8,6 +8,10 @@
  * same data as JSON. Everything acts in the caller's project unless `project` names another.
  */
 import { Effect, Schema } from "effect"
+import { Router } from "../actors/Router.ts"
+import { conversationStore } from "../conversations/ConversationStore.ts"
+import { currentGen } from "../conversations/Generations.ts"
+import { readStored } from "../conversations/MessageState.ts"
 import { projectNameBytesMax } from "../graph/Model.ts"
 import { type SearchHealth, SearchIndexer, type SearchRequest } from "../search/Indexer.ts"
 import { type SearchHit, type SearchMode, searchModes } from "../search/Ranking.ts"
@@ -74,8 +78,8 @@ const timeArgs = {
 const MemSearchArgs = Schema.Struct({
   query: Query,
   topK: Schema.optionalKey(
-    Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: memSearchTopKMax })).annotate({
-      description: `Maximum number of results (default: ${memSearchTopKDefault}, max: ${memSearchTopKMax})`,
+    Schema.Finite.annotate({
+      description: `Maximum number of results (default: ${memSearchTopKDefault}, max: ${memSearchTopKMax}; more is read as ${memSearchTopKMax})`,
     }),
   ),
   sessionId: Schema.optionalKey(
@@ -83,7 +87,8 @@ const MemSearchArgs = Schema.Struct({
   ),
   eventType: Schema.optionalKey(
     Schema.String.check(Schema.isMaxLength(64)).annotate({
-      description: "Only records of this type (e.g. message, observation, entity, task, adr, error_fix)",
+      description:
+        "Only records of this type: seed 000's prompt (a user's turn), response (an assistant's), tool (a tool call or result in a conversation), insight (what was learned: semantic, procedure, preference and summary messages, ADRs, error fixes, session summaries); or a record type (message, observation, entity, task, adr, error_fix, ...)",
     }),
   ),
   store: Schema.optionalKey(
@@ -147,7 +152,12 @@ const round = (value: number) => Number(value.toFixed(4))
 /** The one-line summary of a record: its title and the start of its text. */
 export const summaryOf = (document: SearchDocument): string =>
   oneLine(
-    document.text === "" || document.text === document.title ? document.title : `${document.title}: ${document.text}`,
+    document.text === ""
+      ? document.title
+      : // A title cut from the text's first line (a message's) is not said twice.
+        document.text.startsWith(document.title)
+        ? document.text
+        : `${document.title}: ${document.text}`,
   )
 
 /**
@@ -247,35 +257,68 @@ const cutContent = (text: string) =>
     : `${text.slice(0, detailsContentCharsMax)}\n… (${text.length - detailsContentCharsMax} more characters)`
 
 /** seed 000 §6.3. */
-export const formatDetails = (ids: ReadonlyArray<string>, documents: ReadonlyArray<SearchDocument | undefined>) =>
+/**
+ * One memory as mem-details shows it: the search document, and for a conversation message what
+ * the store holds — its content verbatim, with its summary and tags as fields of their own (the
+ * document's text joins them for the index).
+ */
+export interface MemoryDetail {
+  readonly document: SearchDocument
+  readonly content: string
+  readonly summary?: string
+  readonly tags?: ReadonlyArray<string>
+}
+
+export const formatDetails = (ids: ReadonlyArray<string>, details: ReadonlyArray<MemoryDetail | undefined>) =>
   [
     "## Memory Details",
-    ...documents.flatMap((document, index) =>
-      document === undefined
-        ? ["", `### [mem:${ids[index]}]`, "", "_Not found._"]
-        : [
-            "",
-            `### [mem:${document.id}]`,
-            "",
-            `**Store**: ${document.store} | **Type**: ${document.kind} | **Project**: ${document.project}`,
-            ...(document.session !== undefined ? [`**Session**: ${document.session}`] : []),
-            `**Date**: ${isoMinute(document.at)}`,
-            `**Title**: ${oneLine(document.title, 400)}`,
-            ...(document.fields !== undefined && Object.keys(document.fields).length > 0
-              ? [
-                  `**Fields**: ${Object.entries(document.fields)
-                    .map(([key, value]) => `${key}=${value}`)
-                    .join(", ")}`,
-                ]
-              : []),
-            "",
-            "**Content**:",
-            "```",
-            cutContent(document.text).replace(/```/g, "ˋˋˋ"),
-            "```",
-          ],
-    ),
+    ...details.flatMap((detail, index) => {
+      if (detail === undefined) return ["", `### [mem:${ids[index]}]`, "", "_Not found._"]
+      const { document } = detail
+      return [
+        "",
+        `### [mem:${document.id}]`,
+        "",
+        `**Store**: ${document.store} | **Type**: ${document.kind} | **Project**: ${document.project}`,
+        ...(document.session !== undefined ? [`**Session**: ${document.session}`] : []),
+        `**Date**: ${isoMinute(document.at)}`,
+        `**Title**: ${oneLine(document.title, 400)}`,
+        ...(detail.summary !== undefined ? [`**Summary**: ${oneLine(detail.summary, 4096)}`] : []),
+        ...(detail.tags !== undefined && detail.tags.length > 0 ? [`**Tags**: ${detail.tags.join(", ")}`] : []),
+        ...(document.fields !== undefined && Object.keys(document.fields).length > 0
+          ? [
+              `**Fields**: ${Object.entries(document.fields)
+                .map(([key, value]) => `${key}=${value}`)
+                .join(", ")}`,
+            ]
+          : []),
+        "",
+        "**Content**:",
+        "```",
+        cutContent(detail.content).replace(/```/g, "ˋˋˋ"),
+        "```",
+      ]
+    }),
   ].join("\n")
+
+/** The details of `document`: a conversation message's own words from its store, else the document's. */
+const detailOf = (document: SearchDocument): Effect.Effect<MemoryDetail, never, Router> =>
+  Effect.gen(function* () {
+    if (document.store !== conversationStore.name) return { document, content: document.text } satisfies MemoryDetail
+    const stored = yield* (yield* Router)
+      .store(conversationStore)
+      .read((view) => readStored(view, currentGen(view), document.project, document.id))
+      .pipe(Effect.orElseSucceed(() => undefined))
+    if (stored === undefined || stored.deleted_at !== undefined)
+      return { document, content: document.text } satisfies MemoryDetail
+    const { content, metadata } = stored.message
+    return {
+      document,
+      content,
+      ...(metadata.summary !== undefined ? { summary: metadata.summary } : {}),
+      tags: metadata.tags,
+    } satisfies MemoryDetail
+  })
 
 /** seed 000's statistics, plus index health. */
 export const formatStats = (health: SearchHealth) =>
@@ -316,8 +359,8 @@ const searchOf = (request: SearchRequest) =>
 const tool = <Args>(
   definition: { name: string; title: string; description: string },
   args: Schema.Codec<Args, unknown> & Schema.Top,
-  run: (args: Args, caller: ToolCaller) => Effect.Effect<ToolOutput, ToolError, SearchIndexer>,
-): Tool<Args, SearchIndexer> =>
+  run: (args: Args, caller: ToolCaller) => Effect.Effect<ToolOutput, ToolError, SearchIndexer | Router>,
+): Tool<Args, SearchIndexer | Router> =>
   makeTool({
     definition: {
       ...definition,
@@ -329,6 +372,34 @@ const tool = <Args>(
     args,
     run,
   })
+
+/** Message kinds that record something learned rather than said (seed 000's insights). */
+const insightMessageKinds: ReadonlySet<unknown> = new Set(["semantic", "procedure", "preference", "summary"])
+/** Record types that record something learned. */
+const insightRecordKinds: ReadonlySet<string> = new Set(["adr", "error_fix", "session_summary"])
+const isMessage = (document: SearchDocument) => document.kind === "message"
+
+/**
+ * Seed 000's event types over mnemos's records: a user's turn, an assistant's turn, a tool call or
+ * result kept in a conversation (a message with a `tool_call_id`), and what was learned. Any other
+ * `eventType` names a record type (`kind`) as it is.
+ */
+export const seedEventTypes: ReadonlyMap<string, (document: SearchDocument) => boolean> = new Map([
+  ["prompt", (document: SearchDocument) => isMessage(document) && document.fields?.role === "user"],
+  ["response", (document: SearchDocument) => isMessage(document) && document.fields?.role === "assistant"],
+  ["tool", (document: SearchDocument) => isMessage(document) && typeof document.fields?.tool_call_id === "string"],
+  [
+    "insight",
+    (document: SearchDocument) =>
+      isMessage(document)
+        ? insightMessageKinds.has(document.fields?.memory_kind)
+        : insightRecordKinds.has(document.kind),
+  ],
+])
+
+/** mem-search's `topK` as seed 000 reads it: missing or below 1 is the default, above the max the max. */
+export const memSearchLimit = (topK: number | undefined): number =>
+  topK === undefined || topK < 1 ? memSearchTopKDefault : Math.min(Math.floor(topK), memSearchTopKMax)
 
 const memSearch = tool(
   {
@@ -344,11 +415,12 @@ const memSearch = tool(
       const response = yield* searchOf({
         query: args.query,
         mode,
-        limit: args.topK ?? memSearchTopKDefault,
+        limit: memSearchLimit(args.topK),
         filter: {
           projects: [args.project ?? caller.project],
           stores: args.store === undefined ? undefined : [args.store],
-          kinds: args.eventType === undefined ? undefined : [args.eventType],
+          kinds: args.eventType === undefined || seedEventTypes.has(args.eventType) ? undefined : [args.eventType],
+          matches: args.eventType === undefined ? undefined : seedEventTypes.get(args.eventType),
           session: args.sessionId,
           since: parseTime(args.since),
           until: parseTime(args.until),
@@ -417,28 +489,33 @@ const memDetails = tool(
     Effect.gen(function* () {
       const indexer = yield* SearchIndexer
       const documents = yield* indexer.documents(args.ids)
+      const details = yield* Effect.forEach(documents, (document) =>
+        document === undefined ? Effect.succeed(undefined) : detailOf(document),
+      )
       return {
         structured: {
-          memories: documents.flatMap((document) =>
-            document === undefined
+          memories: details.flatMap((detail) =>
+            detail === undefined
               ? []
               : [
                   {
-                    id: document.id,
-                    store: document.store,
-                    type: document.kind,
-                    project: document.project,
-                    session: document.session ?? null,
-                    date: new Date(document.at).toISOString(),
-                    title: document.title,
-                    content: cutContent(document.text),
-                    fields: document.fields ?? {},
+                    id: detail.document.id,
+                    store: detail.document.store,
+                    type: detail.document.kind,
+                    project: detail.document.project,
+                    session: detail.document.session ?? null,
+                    date: new Date(detail.document.at).toISOString(),
+                    title: detail.document.title,
+                    content: cutContent(detail.content),
+                    ...(detail.summary !== undefined ? { summary: detail.summary } : {}),
+                    ...(detail.tags !== undefined ? { tags: detail.tags } : {}),
+                    fields: detail.document.fields ?? {},
                   },
                 ],
           ),
           notFound: args.ids.filter((_, index) => documents[index] === undefined),
         },
-        text: formatDetails(args.ids, documents),
+        text: formatDetails(args.ids, details),
       }
     }),
 )

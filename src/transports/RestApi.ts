@@ -3,7 +3,8 @@
  * runs one engine read, and encodes JSON. Unknown routes are 404; wrong methods 405.
  *
  *   GET /api/version            build information
- *   GET /api/stats              counts per project and the health of every store (the health even
+ *   GET /api/stats              counts per project (entities, relations, tasks, tech debt) and the
+ *                               health of every store (the health even
  *                               when the graph store refuses: `projects` is then empty and
  *                               `projectsError` says why)
  *   GET /api/cluster            the shared memory: its daemons, which are live, how far each is
@@ -31,10 +32,13 @@ import { Router } from "../actors/Router.ts"
 import { buildInfo } from "../cli/BuildInfo.ts"
 import { ClusterPresence } from "../cluster/Presence.ts"
 import { compactAll } from "../Engine.ts"
+import { engineeringStore, techDebtKind } from "../engineering/CodeHistory.ts"
 import { GateSetBody, GateVerifyQuery, httpStatusOf, restClientLengthMax } from "../engineering/GateHttp.ts"
 import { gateHttpStatus, listGates, setGate, verifyGate } from "../engineering/Gates.ts"
+import { allRecords } from "../engineering/RecordKeys.ts"
 import { presentRecord } from "../engineering/RecordQueries.ts"
-import type { RecordRejected } from "../engineering/RecordStore.ts"
+import type { RecordRejected, StoredRecord } from "../engineering/RecordStore.ts"
+import { taskKind, tasksStore } from "../engineering/Tasks.ts"
 import { countersOf, entitiesOf, projectsOf, relationsOf } from "../graph/GraphQueries.ts"
 import { GraphSearch } from "../graph/GraphSearch.ts"
 import { graphStore } from "../graph/GraphStore.ts"
@@ -42,6 +46,7 @@ import { defaultProjectName, searchQueryBytesMax } from "../graph/Model.ts"
 import { privacyStats } from "../privacy/PrivacyFilter.ts"
 import { SearchIndexer } from "../search/Indexer.ts"
 import { type SearchMode, searchModes } from "../search/Ranking.ts"
+import type { StoreView } from "../stores/Checkpoint.ts"
 import type { StoreError } from "../stores/StoreError.ts"
 import { omniLimitDefault, omniLimitMax } from "../tools/SearchTools.ts"
 import type { SessionServices } from "../tools/Tool.ts"
@@ -90,6 +95,26 @@ const graphOf = (project: string) =>
     })
   })
 
+/**
+ * Live records of `kind` per project (a scan of the kind's records: stats are asked every few
+ * seconds, and a project holds thousands of tasks, not millions). A store that refuses counts none.
+ */
+const countRecords = (
+  store: { readonly read: <A>(query: (view: StoreView) => A) => Effect.Effect<A, StoreError> },
+  kind: string,
+) =>
+  store
+    .read((view) => {
+      const counts = new Map<string, number>()
+      for (const { value } of view.getRange(allRecords)) {
+        const record = value as StoredRecord
+        if (record.kind !== kind || record.deletedAt !== undefined) continue
+        counts.set(record.project, (counts.get(record.project) ?? 0) + 1)
+      }
+      return counts
+    })
+    .pipe(Effect.catch(() => Effect.succeed(new Map<string, number>())))
+
 const stats = (telemetry: Telemetry["Service"] | undefined) =>
   Effect.gen(function* () {
     const router = yield* Router
@@ -104,9 +129,29 @@ const stats = (telemetry: Telemetry["Service"] | undefined) =>
         }),
       }))
       .pipe(Effect.catch((error) => Effect.succeed({ projects: [], projectsError: error.message })))
+    // Open tasks and tech debt per project (seed 002's stats), beside the graph's counts.
+    const records = yield* Effect.all({
+      tasks: countRecords(router.store(tasksStore), taskKind.name),
+      techDebt: countRecords(router.store(engineeringStore), techDebtKind.name),
+    })
+    const projects = counted.projects.map((entry) => ({
+      ...entry,
+      tasks: records.tasks.get(entry.project) ?? 0,
+      techDebt: records.techDebt.get(entry.project) ?? 0,
+    }))
+    for (const project of new Set([...records.tasks.keys(), ...records.techDebt.keys()]))
+      if (!projects.some((entry) => entry.project === project))
+        projects.push({
+          project,
+          entities: 0,
+          relations: 0,
+          tasks: records.tasks.get(project) ?? 0,
+          techDebt: records.techDebt.get(project) ?? 0,
+        })
     return {
       version: buildInfo(),
       ...counted,
+      projects,
       stores: router.health(),
       search: search.stats(),
       omniSearch: (yield* SearchIndexer).health(),

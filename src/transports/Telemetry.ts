@@ -70,6 +70,22 @@ export const EditorFocus = Schema.Struct({
 })
 export type EditorFocus = typeof EditorFocus.Type
 
+/**
+ * Seed 002's editor scripts name the session `session_id`; mnemos's own send `session`. A datagram
+ * with only `session_id` is read as if it said `session` (one with both keeps `session`).
+ */
+export const withSessionAlias = (json: string): string => {
+  try {
+    const value: unknown = JSON.parse(json)
+    if (typeof value !== "object" || value === null || Array.isArray(value)) return json
+    const { session, session_id: sessionId, ...rest } = value as Record<string, unknown>
+    if (session !== undefined || typeof sessionId !== "string") return json
+    return JSON.stringify({ ...rest, session: sessionId })
+  } catch {
+    return json // not JSON: the decoder says so
+  }
+}
+
 /** A focus datagram's bytes (UTF-8 JSON) as an `EditorFocus`. */
 export const EditorFocusFromJson = Schema.fromJsonString(EditorFocus)
 
@@ -174,7 +190,7 @@ export const makeTelemetry: Effect.Effect<Telemetry["Service"]> = Effect.gen(fun
 
   const recordFocus = (json: string) =>
     Effect.suspend(() => {
-      const decoded = decodeFocus(json)
+      const decoded = decodeFocus(withSessionAlias(json))
       if (Result.isFailure(decoded)) {
         udp.invalid++
         return Effect.fail(new TelemetryInvalid({ message: firstLineOf(decoded.failure.message) }))

@@ -3,6 +3,8 @@
  * structuredContent, score breakdowns that add up, filters, and argument validation.
  */
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
+import { conversationStore } from "../../src/conversations/ConversationStore.ts"
+import { graphStore } from "../../src/graph/GraphStore.ts"
 import { assertPartsAddUp, openSearchEngine, removeTempDirs, type SearchEngine } from "./harness.ts"
 
 let engine: SearchEngine
@@ -107,12 +109,68 @@ describe("search tools", () => {
   })
 
   it("refuses bad arguments with the error envelope", async () => {
-    const tooMany = await engine.call("mem-search", { query: "x", topK: 21 })
-    assert.isTrue(tooMany.isError)
-    assert.strictEqual(JSON.parse(tooMany.text).error.code, "VALIDATION_ERROR")
+    const notANumber = await engine.call("mem-search", { query: "x", topK: "many" })
+    assert.isTrue(notANumber.isError)
+    assert.strictEqual(JSON.parse(notANumber.text).error.code, "VALIDATION_ERROR")
     const badDate = await engine.call("omni_search", { query: "x", since: "yesterday-ish" })
     assert.isTrue(badDate.isError)
     const empty = await engine.call("mem-details", { ids: [] })
     assert.isTrue(empty.isError)
+  })
+})
+
+describe("seed 000's mem-search arguments", () => {
+  let engine: SearchEngine
+  beforeAll(async () => {
+    engine = await openSearchEngine(undefined, undefined, [graphStore, conversationStore])
+  })
+  afterAll(async () => {
+    await engine.close()
+  })
+  const message = (role: string, content: string, metadata: Record<string, unknown> = {}) =>
+    engine.ok("write_message", { session_id: "seed-000", role, content, metadata_json: JSON.stringify(metadata) })
+
+  it("eventType prompt, response, tool and insight find user turns, assistant turns, tool records and insights", async () => {
+    await message("user", "how do we rotate the kafka credentials")
+    await message("assistant", "rotate the kafka credentials with the vault job")
+    await message("assistant", "kafka credentials rotated by the vault job: exit 0", { tool_call_id: "call-7" })
+    await message("assistant", "kafka credentials must be rotated monthly", { memory_kind: "semantic" })
+    const found = async (eventType: string) => {
+      const reply = await engine.ok("mem-search", { query: "kafka credentials", eventType, mode: "lexical", topK: 10 })
+      return (reply.structured.results as Array<IndexEntry>).map((result) => result.summary).sort()
+    }
+    assert.deepStrictEqual(await found("prompt"), ["how do we rotate the kafka credentials"])
+    assert.deepStrictEqual(await found("response"), [
+      "kafka credentials must be rotated monthly",
+      "kafka credentials rotated by the vault job: exit 0",
+      "rotate the kafka credentials with the vault job",
+    ])
+    assert.deepStrictEqual(await found("tool"), ["kafka credentials rotated by the vault job: exit 0"])
+    assert.deepStrictEqual(await found("insight"), ["kafka credentials must be rotated monthly"])
+    // Any other value still names a record type.
+    assert.strictEqual((await found("message")).length, 4)
+  })
+
+  it("topK above 20 is read as 20, as seed 000 clamps it; below 1 as the default", async () => {
+    for (let index = 0; index < 24; index++) await message("user", `zeppelin hangar note number ${index}`)
+    const many = await engine.ok("mem-search", { query: "zeppelin hangar", mode: "lexical", topK: 100 })
+    assert.strictEqual((many.structured.results as Array<IndexEntry>).length, 20)
+    const none = await engine.ok("mem-search", { query: "zeppelin hangar", mode: "lexical", topK: 0 })
+    assert.strictEqual((none.structured.results as Array<IndexEntry>).length, 5)
+  })
+
+  it("mem-details shows a message's content verbatim, its summary and tags as fields of their own", async () => {
+    const content = "The retry budget is 3 attempts.\n\nSee ```retry.ts``` for the loop."
+    await message("assistant", content, { summary: "retry budget decided", tags: ["retries", "budget"] })
+    const search = await engine.ok("mem-search", { query: "retry budget attempts", mode: "lexical", topK: 1 })
+    const id = (search.structured.results as Array<IndexEntry>)[0]!.id
+    const details = await engine.ok("mem-details", { ids: [id] })
+    const [memory] = details.structured.memories as Array<{ content: string; summary: string; tags: Array<string> }>
+    assert.strictEqual(memory!.content, content)
+    assert.strictEqual(memory!.summary, "retry budget decided")
+    assert.deepStrictEqual(memory!.tags, ["retries", "budget"])
+    assert.include(details.text, "**Summary**: retry budget decided")
+    assert.include(details.text, "**Tags**: retries, budget")
+    assert.notInclude(details.text, "retries budget") // the index's joined text is not shown as the content
   })
 })

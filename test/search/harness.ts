@@ -11,6 +11,7 @@ import { assert } from "vitest"
 import type * as Engine from "../../src/Engine.ts"
 import { graphStore } from "../../src/graph/GraphStore.ts"
 import { SearchIndexer } from "../../src/search/Indexer.ts"
+import type { AnyStoreDefinition } from "../../src/stores/StoreDefinition.ts"
 import { openEngineClient, type TestEngine } from "../support/engineClient.ts"
 
 /** A running engine with a connected client, and its search indexer. */
@@ -31,15 +32,16 @@ export const removeTempDirs = (): void => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true })
 }
 
-/** Opens an engine on `dir` (graph store only) and connects a client; waits until search is warm. */
+/** Opens an engine on `dir` (the graph store, unless `stores` says) and connects a client; waits until search is warm. */
 export const openSearchEngine = async (
   dir: string = tempDir(),
   search?: Engine.EngineConfig["search"],
+  stores: ReadonlyArray<AnyStoreDefinition> = [graphStore],
 ): Promise<SearchEngine> => {
   const engine = await openEngineClient(dir, {
     clientName: "search-test",
     clientVersion: "0",
-    stores: [graphStore],
+    stores,
     ...(search !== undefined ? { search } : {}),
   })
   const indexer = () =>

@@ -20,10 +20,20 @@ afterEach(() => {
 })
 
 describe("resolveDataDir", () => {
-  it("prefers the flag, then MNEMOS_DATA_DIR, then XDG_DATA_HOME/mnemos, then ~/.local/share/mnemos", () => {
-    const env = { MNEMOS_DATA_DIR: "/env/dir", XDG_DATA_HOME: "/xdg", HOME: "/home/u" }
+  it("prefers the flag, then MNEMOS_DATA_DIR, then MCP_MEMORY_STORE_DIR, then XDG_DATA_HOME/mnemos, then ~/.local/share/mnemos", () => {
+    const env = {
+      MNEMOS_DATA_DIR: "/env/dir",
+      MCP_MEMORY_STORE_DIR: "/seed/dir",
+      XDG_DATA_HOME: "/xdg",
+      HOME: "/home/u",
+    }
     expect(resolveDataDir("/flag/dir", env)).toEqual({ path: "/flag/dir", source: "flag" })
     expect(resolveDataDir(undefined, env)).toEqual({ path: "/env/dir", source: "environment" })
+    // Seed 002's name for the data directory, below mnemos's own.
+    expect(resolveDataDir(undefined, { MCP_MEMORY_STORE_DIR: "/seed/dir", XDG_DATA_HOME: "/xdg" })).toEqual({
+      path: "/seed/dir",
+      source: "MCP_MEMORY_STORE_DIR",
+    })
     expect(resolveDataDir(undefined, { XDG_DATA_HOME: "/xdg" })).toEqual({ path: "/xdg/mnemos", source: "xdg" })
     // A relative $XDG_DATA_HOME is invalid (XDG base directory spec): ignored, not resolved against the cwd.
     expect(resolveDataDir(undefined, { XDG_DATA_HOME: "xdg", HOME: "/home/u" }).source).toBe("default")

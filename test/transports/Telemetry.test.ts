@@ -149,6 +149,23 @@ describe("editor focus", () => {
     }),
   )
 
+  it.effect("reads seed 002's session_id as the session; session wins when both are there", () =>
+    Effect.gen(function* () {
+      const telemetry = yield* makeTelemetry
+      const seeded = yield* telemetry.recordFocus(
+        JSON.stringify({ file: "/a.ts", line: 4, col: 2, session_id: "gemini-1" }),
+      )
+      assert.strictEqual(seeded.session, "gemini-1")
+      assert.strictEqual((yield* telemetry.editorActive).active?.session, "gemini-1")
+      const both = yield* telemetry.recordFocus(
+        JSON.stringify({ file: "/a.ts", line: 5, col: 2, session: "nvim-1", session_id: "other" }),
+      )
+      assert.strictEqual(both.session, "nvim-1")
+      const neither = yield* Effect.exit(telemetry.recordFocus(JSON.stringify({ file: "/a.ts", line: 1, col: 1 })))
+      assert.isTrue(Exit.isFailure(neither))
+    }),
+  )
+
   it.effect("refuses datagrams that are not a focus object", () =>
     Effect.gen(function* () {
       const telemetry = yield* makeTelemetry

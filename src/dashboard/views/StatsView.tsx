@@ -300,7 +300,7 @@ const StatsBody = (props: {
       <h2 class="section-title">Projects</h2>
       <div class="table-wrap">
         <table class="table">
-          <caption class="visually-hidden">Entities and relations per project</caption>
+          <caption class="visually-hidden">Entities, relations, tasks and tech debt per project</caption>
           <thead>
             <tr>
               <th scope="col">Project</th>
@@ -309,6 +309,12 @@ const StatsBody = (props: {
               </th>
               <th scope="col" class="num">
                 Relations
+              </th>
+              <th scope="col" class="num">
+                Tasks
+              </th>
+              <th scope="col" class="num">
+                Tech debt
               </th>
               <th scope="col" class="bar-col">
                 <span class="visually-hidden">Share</span>
@@ -321,6 +327,8 @@ const StatsBody = (props: {
                 <th scope="row">{entry.project}</th>
                 <td class="num">{formatCount(entry.entities)}</td>
                 <td class="num">{formatCount(entry.relations)}</td>
+                <td class="num">{formatCount(entry.tasks ?? 0)}</td>
+                <td class="num">{formatCount(entry.techDebt ?? 0)}</td>
                 <td class="bar-col">
                   <span class="bar" style={{ width: `${(entry.entities / maxEntities) * 100}%` }} />
                 </td>
