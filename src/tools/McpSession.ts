@@ -86,6 +86,12 @@ export interface SessionOptions {
   readonly clientId?: string
   /** Resources offered beside the knowledge graph. */
   readonly resources?: ReadonlyArray<ResourceProvider>
+  /**
+   * The client's working directory, when the transport knows it (the process's own for stdio; the
+   * shim's, sent with its connection): git context falls back to it when the client offers no
+   * `file:` root and the call passes no `cwd`.
+   */
+  readonly workingDir?: string
 }
 
 const errorText = (tool: Tool<never, SessionServices> | undefined, error: ToolError): string =>
@@ -195,7 +201,11 @@ export const startSession = (
       const scope = await project(requestId)
       return {
         project: scope,
-        ...(rootDir !== undefined ? { rootDir } : {}),
+        ...(rootDir !== undefined
+          ? { rootDir }
+          : options.workingDir !== undefined
+            ? { rootDir: options.workingDir }
+            : {}),
         client: `${client?.name ?? "unknown"}/${client?.version ?? "?"} via ${options.transport}`,
         ...(options.clientId !== undefined
           ? { idempotencyKey: retryKey(options.clientId, { requestId, project: scope, method, params }) }

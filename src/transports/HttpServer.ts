@@ -22,6 +22,7 @@ import {
   STATUS_CODES,
 } from "node:http"
 import { type AddressInfo, isIP } from "node:net"
+import { isAbsolute } from "node:path"
 import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
@@ -52,6 +53,24 @@ import { frameBytesHardMax, WebSocketTransport } from "./WebSocketTransport.ts"
 export const sessionRetryAfterSeconds = 5
 /** How long shutdown waits for requests already received to be answered before closing connections. */
 export const shutdownGraceMs = 10_000
+
+/** Longest working directory a client may name (`x-mnemos-cwd`). */
+export const workingDirBytesMax = 4096
+
+/**
+ * The working directory the shim sends with its connection (`x-mnemos-cwd`, URI-encoded): an
+ * absolute path, or nothing. Used only to find git context, as a call's own `cwd` would be.
+ */
+export const workingDirOf = (req: IncomingMessage): string | undefined => {
+  const header = req.headers["x-mnemos-cwd"]
+  if (typeof header !== "string" || header.length > workingDirBytesMax * 3) return undefined
+  try {
+    const dir = decodeURIComponent(header)
+    return isAbsolute(dir) && !dir.includes("\0") && Buffer.byteLength(dir) <= workingDirBytesMax ? dir : undefined
+  } catch {
+    return undefined
+  }
+}
 
 /** How the server is set up. */
 export interface HttpServerConfig {
@@ -120,7 +139,12 @@ export const startHttpServer = (
      * Runs an MCP session on `transport` until it closes (or the table closes it: idle, evicted);
      * undefined when there is no room or the server is shutting down.
      */
-    const host = (transport: Transport, kind: SessionKind, clientId?: string): Promise<SessionHandle | undefined> => {
+    const host = (
+      transport: Transport,
+      kind: SessionKind,
+      clientId?: string,
+      workingDir?: string,
+    ): Promise<SessionHandle | undefined> => {
       if (drain.draining || !sessions.makeRoom()) return Promise.resolve(undefined)
       const scope = Scope.makeUnsafe()
       const handle = sessions.add(kind, () => Effect.runPromise(Scope.close(scope, Exit.void)))
@@ -133,6 +157,7 @@ export const startHttpServer = (
           tools: config.tools,
           transport: kind,
           ...(clientId !== undefined ? { clientId } : {}),
+          ...(workingDir !== undefined ? { workingDir } : {}),
           ...(config.resources !== undefined ? { resources: config.resources } : {}),
         }).pipe(Scope.provide(scope)),
       ).then(
@@ -338,7 +363,7 @@ export const startHttpServer = (
         const transport = new WebSocketTransport(ws)
         const clientId = url.searchParams.get("client") ?? undefined
         const validClient = clientId !== undefined && /^[A-Za-z0-9_-]{8,128}$/.test(clientId) ? clientId : undefined
-        void host(transport, "ws", validClient).then((handle) => {
+        void host(transport, "ws", validClient, workingDirOf(req)).then((handle) => {
           if (handle === undefined) ws.close(1013, "too many sessions")
         })
       })

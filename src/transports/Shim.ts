@@ -244,6 +244,9 @@ export const runShim = async (config: ShimConfig): Promise<void> => {
       headers: {
         host: `${target.host}:${target.port}`,
         ...(token !== undefined ? { authorization: `Bearer ${token}` } : {}),
+        // The agent started the shim in its working directory: the daemon finds git context there
+        // when the client offers no root.
+        "x-mnemos-cwd": encodeURIComponent(process.cwd()),
       },
     })
     let carried = false

@@ -19,7 +19,8 @@ export const serveStdio = (options: Omit<SessionOptions, "transport">): Effect.E
         process.stdin.once("close", done)
         transport.onclose = done
       })
-      yield* startSession(transport, { ...options, transport: "stdio" })
+      // The client started this process: its working directory is the client's.
+      yield* startSession(transport, { workingDir: process.cwd(), ...options, transport: "stdio" })
       yield* closed
     }),
   )

@@ -3,6 +3,8 @@
  * shims themselves), and a daemon SIGKILLed with writes in flight is restarted by the shim with
  * every write answered exactly once and applied exactly once.
  */
+
+import { realpathSync } from "node:fs"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import { afterAll, describe, expect, it } from "vitest"
 import {
@@ -15,6 +17,7 @@ import {
   freePort,
   isAlive,
   type RawShim,
+  repoRoot,
   startDaemon,
   startRawShim,
   tempDir,
@@ -26,6 +29,17 @@ afterAll(cleanup)
 const range = (count: number) => Array.from({ length: count }, (_, index) => index)
 
 describe("mnemos mcp (the stdio shim)", () => {
+  it("a client that offers no root gets git context from the directory it started the shim in", async () => {
+    const dataDir = tempDir()
+    const { client } = await connectShim(dataDir, await freePort())
+    const logged = await callTool(client, "log_code_change", { summary: "tightened the retry loop" })
+    expect(logged.isError, logged.text).toBe(false)
+    const change = (logged.structured as { change: { git?: { root: string }; gitUnavailable?: string } }).change
+    expect(change.gitUnavailable).toBeUndefined()
+    // The shim runs in the repository's root (connectShim's cwd); the daemon runs elsewhere.
+    expect(realpathSync(change.git!.root)).toBe(realpathSync(repoRoot))
+  })
+
   it("its port held by the daemon of another data directory: requests are answered with that error at once, none hangs", async () => {
     const daemon = await startDaemon()
     const elsewhere = tempDir()
