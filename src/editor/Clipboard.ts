@@ -13,6 +13,7 @@
 import { execFile, spawn } from "node:child_process"
 import { accessSync, constants } from "node:fs"
 import { delimiter, join } from "node:path"
+import { fileURLToPath, pathToFileURL } from "node:url"
 import { Context, Effect, Schema } from "effect"
 
 /** Largest clipboard content read or written. */
@@ -20,8 +21,33 @@ export const clipboardBytesMax = 1024 * 1024
 /** How long one clipboard command may run. */
 export const clipboardTimeoutMs = 5_000
 
-/** What is read or written: plain text, or HTML (`text/html`). */
-export type ClipboardFormat = "text" | "html"
+/**
+ * What is read or written: plain text, HTML (`text/html`), or a list of files (`text/uri-list`, as
+ * a file manager copies them; Linux only: macOS's clipboard tools offer no file lists).
+ */
+export type ClipboardFormat = "text" | "html" | "files"
+
+/** The MIME type of each format on Linux clipboards. */
+const mimeOf = (format: ClipboardFormat) =>
+  format === "html" ? "text/html" : format === "files" ? "text/uri-list" : "text/plain"
+
+/** The absolute paths of a `text/uri-list` (comments and non-`file:` URIs left out). */
+export const pathsOfUriList = (list: string): Array<string> =>
+  list
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line !== "" && !line.startsWith("#") && line.startsWith("file://"))
+    .flatMap((line) => {
+      try {
+        return [fileURLToPath(line)]
+      } catch {
+        return []
+      }
+    })
+
+/** A `text/uri-list` of absolute paths. */
+export const uriListOf = (paths: ReadonlyArray<string>): string =>
+  paths.map((path) => pathToFileURL(path).href).join("\r\n")
 
 /** Where clipboard tools are looked for and run. */
 export interface ClipboardHostInfo {
@@ -62,17 +88,17 @@ export interface ClipboardBackend {
 /** X11 targets that carry plain text. */
 const textTargets = new Set(["UTF8_STRING", "STRING", "TEXT", "text/plain", "text/plain;charset=utf-8"])
 const offers = (format: ClipboardFormat, targets: ReadonlyArray<string>) =>
-  targets.some((target) => (format === "html" ? target === "text/html" : textTargets.has(target)))
+  targets.some((target) => (format === "text" ? textTargets.has(target) : target === mimeOf(format)))
 
 const wayland: ClipboardBackend = {
   name: "wl-clipboard",
   read: (format) => ({
     command: "wl-paste",
-    args: ["--no-newline", "--type", format === "html" ? "text/html" : "text/plain"],
+    args: ["--no-newline", "--type", mimeOf(format)],
   }),
   write: (format, content) => ({
     command: "wl-copy",
-    args: ["--type", format === "html" ? "text/html" : "text/plain"],
+    args: ["--type", mimeOf(format)],
     input: content,
   }),
 }
@@ -81,11 +107,11 @@ const xclip: ClipboardBackend = {
   name: "xclip",
   read: (format) => ({
     command: "xclip",
-    args: ["-selection", "clipboard", "-o", ...(format === "html" ? ["-t", "text/html"] : [])],
+    args: ["-selection", "clipboard", "-o", ...(format === "text" ? [] : ["-t", mimeOf(format)])],
   }),
   write: (format, content) => ({
     command: "xclip",
-    args: ["-selection", "clipboard", "-i", ...(format === "html" ? ["-t", "text/html"] : [])],
+    args: ["-selection", "clipboard", "-i", ...(format === "text" ? [] : ["-t", mimeOf(format)])],
     input: content,
   }),
   targets: { command: "xclip", args: ["-selection", "clipboard", "-o", "-t", "TARGETS"] },
@@ -149,6 +175,11 @@ export const chooseBackend = (host: ClipboardHostInfo): ClipboardBackend | Clipb
   )
 }
 
+const noFileLists = new ClipboardError({
+  reason: "NoTool",
+  message: "macOS's clipboard tools (pbcopy, pbpaste) offer no file lists; files need wl-clipboard or xclip on Linux",
+})
+
 const backendFor = Effect.gen(function* () {
   const host = yield* ClipboardHost
   const chosen = chooseBackend(host)
@@ -161,7 +192,7 @@ const emptyMessages = /not available|no selection|nothing is copied|no suitable 
 const noContent = (format: ClipboardFormat, detail: string) =>
   new ClipboardError({
     reason: "Empty",
-    message: `the clipboard holds no ${format === "html" ? "HTML" : "text"} (${detail})`,
+    message: `the clipboard holds no ${format === "html" ? "HTML" : format === "files" ? "file list" : "text"} (${detail})`,
   })
 
 /** Runs a reading command; its output, or why there is none. */
@@ -205,6 +236,7 @@ export const readClipboard = (
 ): Effect.Effect<{ readonly content: string; readonly tool: string }, ClipboardError> =>
   Effect.gen(function* () {
     const { backend, host } = yield* backendFor
+    if (format === "files" && backend.name === "pbcopy") return yield* noFileLists
     if (backend.targets !== undefined) {
       const listed = yield* runRead(host, backend.targets, format)
       const targets = listed
@@ -231,6 +263,7 @@ export const writeClipboard = (
         message: `${bytes} bytes is more than the ${clipboardBytesMax} the clipboard tools accept`,
       })
     const { backend, host } = yield* backendFor
+    if (format === "files" && backend.name === "pbcopy") return yield* noFileLists
     const { command, args, input } = backend.write(format, content)
     yield* Effect.callback<void, ClipboardError>((resume) => {
       const child = spawn(command, [...args], { env: host.env, stdio: ["pipe", "ignore", "pipe"] })

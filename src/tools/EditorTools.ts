@@ -10,7 +10,15 @@
  */
 import { isAbsolute } from "node:path"
 import { Effect, Schema } from "effect"
-import { type ClipboardError, clipboardBytesMax, readClipboard, writeClipboard } from "../editor/Clipboard.ts"
+import {
+  type ClipboardError,
+  clipboardBytesMax,
+  pathsOfUriList,
+  readClipboard,
+  uriListOf,
+  writeClipboard,
+} from "../editor/Clipboard.ts"
+import { ClipboardWatch, clipboardWatchEntriesMax, clipboardWatchIntervalMs } from "../editor/ClipboardWatch.ts"
 import { DaemonLog, daemonLogLevels, daemonLogLinesMax } from "../editor/DaemonLog.ts"
 import { EditorFocus } from "../editor/EditorFocus.ts"
 import { formatSkeleton, readFileSkeleton, type SkeletonError } from "../editor/FileSkeleton.ts"
@@ -202,8 +210,14 @@ const logsTool = editorTool(
 // ---------------------------------------------------------------------------------------------
 // Clipboard
 
+/** Most files one clipboard_write puts on the clipboard. */
+export const clipboardFilesMax = 1_000
+
 const formatArg = Schema.optionalKey(
-  Schema.Literals(["text", "html"]).annotate({ description: "text (default) or html (the text/html format)" }),
+  Schema.Literals(["text", "html", "files"]).annotate({
+    description:
+      "text (default), html (the text/html format), or files (a file list, text/uri-list, as a file manager copies files; Linux)",
+  }),
 )
 
 const clipboardReadTool = editorTool(
@@ -211,17 +225,20 @@ const clipboardReadTool = editorTool(
     name: "clipboard_read",
     title: "Read Clipboard",
     description:
-      "What the system clipboard holds, as plain text or HTML (Linux with wl-clipboard or xclip, macOS). Fails with NOT_FOUND naming the missing tool when there is none, or when the clipboard holds nothing in that format.",
+      "What the system clipboard holds, as plain text, HTML or a list of copied files (Linux with wl-clipboard or xclip, macOS for text and HTML). Fails with NOT_FOUND naming the missing tool when there is none, or when the clipboard holds nothing in that format.",
     readOnly: true,
   },
   Schema.Struct({ format: formatArg }),
   (args) =>
     readClipboard(args.format ?? "text").pipe(
       Effect.mapError(clipboardToolError),
-      Effect.map(({ content, tool }) => ({
-        structured: { format: args.format ?? "text", content, bytes: Buffer.byteLength(content), tool },
-        text: content,
-      })),
+      Effect.map(({ content, tool }) => {
+        const format = args.format ?? "text"
+        if (format !== "files")
+          return { structured: { format, content, bytes: Buffer.byteLength(content), tool }, text: content }
+        const files = pathsOfUriList(content)
+        return { structured: { format, files, tool }, text: files.join("\n") }
+      }),
     ),
 )
 
@@ -230,20 +247,68 @@ const clipboardWriteTool = editorTool(
     name: "clipboard_write",
     title: "Write Clipboard",
     description:
-      "Put text or HTML on the system clipboard for the person to paste (Linux with wl-clipboard or xclip, macOS). Replaces what it held.",
+      "Put text, HTML or a list of files (absolute paths, format files: pasted as files in a file manager; Linux) on the system clipboard for the person to paste (Linux with wl-clipboard or xclip, macOS for text and HTML). Replaces what it held.",
     readOnly: false,
   },
   Schema.Struct({
-    content: Schema.String.annotate({
-      description: `The text or HTML, at most ${clipboardBytesMax} UTF-8 bytes`,
-    }).check(isMaxUtf8Bytes(clipboardBytesMax)),
+    content: Schema.optionalKey(
+      Schema.String.annotate({
+        description: `The text or HTML (formats text and html), at most ${clipboardBytesMax} UTF-8 bytes`,
+      }).check(isMaxUtf8Bytes(clipboardBytesMax)),
+    ),
+    files: Schema.optionalKey(
+      Schema.Array(Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(4096)))
+        .check(Schema.isMinLength(1), Schema.isMaxLength(clipboardFilesMax))
+        .annotate({ description: `Absolute paths of the files (format files), at most ${clipboardFilesMax}` }),
+    ),
     format: formatArg,
   }),
   (args) =>
-    writeClipboard(args.format ?? "text", args.content).pipe(
-      Effect.mapError(clipboardToolError),
-      Effect.map(({ bytes, tool }) => ({ structured: { format: args.format ?? "text", bytes, tool } })),
+    Effect.gen(function* () {
+      const format = args.format ?? "text"
+      if (format === "files") {
+        if (args.files === undefined || args.content !== undefined)
+          return yield* new ToolError({ code: "VALIDATION_ERROR", message: "format files takes files, not content" })
+        const relative = args.files.find((file) => !isAbsolute(file))
+        if (relative !== undefined)
+          return yield* new ToolError({ code: "VALIDATION_ERROR", message: `"${relative}" is not an absolute path` })
+        const { bytes, tool } = yield* writeClipboard("files", uriListOf(args.files)).pipe(
+          Effect.mapError(clipboardToolError),
+        )
+        return { structured: { format, files: args.files.length, bytes, tool } }
+      }
+      if (args.content === undefined || args.files !== undefined)
+        return yield* new ToolError({ code: "VALIDATION_ERROR", message: `format ${format} takes content, not files` })
+      const { bytes, tool } = yield* writeClipboard(format, args.content).pipe(Effect.mapError(clipboardToolError))
+      return { structured: { format, bytes, tool } }
+    }),
+)
+
+const clipboardWatchTool = editorTool(
+  {
+    name: "toggle_clipboard_watch_mode",
+    title: "Toggle Clipboard Watch Mode",
+    description: `Turn clipboard watching on or off (enabled; without it, the other way round). While on, the daemon reads the clipboard's text every ${clipboardWatchIntervalMs / 1000} s and keeps the last ${clipboardWatchEntriesMax} different copies (secrets redacted by the privacy filter), so you can see what the person copied; nothing is read while it is off. Answers the state and the copies seen.`,
+    readOnly: false,
+  },
+  Schema.Struct({
+    enabled: Schema.optionalKey(
+      Schema.Boolean.annotate({ description: "true: watch; false: stop; omitted: switch to the other state" }),
     ),
+  }),
+  (args) =>
+    Effect.gen(function* () {
+      const watcher = yield* ClipboardWatch
+      const state = yield* watcher.toggle(args.enabled)
+      return {
+        structured: { ...state },
+        text: [
+          state.watching ? `watching the clipboard since ${state.since}` : "not watching the clipboard",
+          ...(state.lastError !== undefined ? [`last read failed: ${state.lastError}`] : []),
+          ...state.copies.map((copy) => `${copy.at}: ${copy.content.replace(/\s+/g, " ").slice(0, 200)}`),
+        ].join("\n"),
+      }
+    }),
 )
 
 /** Every editor tool, in `tools/list` order. */
@@ -254,4 +319,5 @@ export const editorTools: ReadonlyArray<Tool<never, never>> = [
   logsTool,
   clipboardReadTool,
   clipboardWriteTool,
+  clipboardWatchTool,
 ] as never

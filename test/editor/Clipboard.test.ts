@@ -7,6 +7,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { ClipboardHost, type ClipboardHostInfo } from "../../src/editor/Clipboard.ts"
+import { ClipboardWatch, makeClipboardWatcher } from "../../src/editor/ClipboardWatch.ts"
 import { callTool, lacks, removeTempDirs, tempDir, toolFailure } from "./harness.ts"
 
 let xvfb: ChildProcess | undefined
@@ -83,6 +84,61 @@ describe.skipIf(lacks("Xvfb") || lacks("xclip"))("clipboard under Xvfb with xcli
         const noHtml = yield* toolFailure(callTool("clipboard_read", { format: "html" }))
         assert.strictEqual(noHtml.code, "NOT_FOUND")
         assert.include(noHtml.message, "holds no HTML")
+      }),
+    ),
+  )
+
+  it.live("writes a file list (text/uri-list) and reads the paths back; a relative path is refused", () =>
+    onX11(
+      Effect.gen(function* () {
+        const files = ["/tmp/report final.pdf", "/home/me/ünïcode.txt"]
+        const written = yield* callTool("clipboard_write", { files, format: "files" })
+        assert.strictEqual(written.structured.files, 2)
+        const read = yield* callTool("clipboard_read", { format: "files" })
+        assert.deepStrictEqual(read.structured.files, files)
+        const noText = yield* toolFailure(callTool("clipboard_read", {}))
+        assert.include(noText.message, "text/uri-list")
+        const relative = yield* toolFailure(callTool("clipboard_write", { files: ["notes.txt"], format: "files" }))
+        assert.strictEqual(relative.code, "VALIDATION_ERROR")
+        const mixed = yield* toolFailure(callTool("clipboard_write", { content: "x", format: "files" }))
+        assert.strictEqual(mixed.code, "VALIDATION_ERROR")
+      }),
+    ),
+  )
+
+  it.live("watch mode keeps each new copy while on (secrets redacted), reads nothing while off", () =>
+    onX11(
+      Effect.gen(function* () {
+        const watcher = makeClipboardWatcher(50)
+        const watched = <A, E>(effect: Effect.Effect<A, E>) =>
+          effect.pipe(Effect.provideService(ClipboardWatch, watcher))
+        const copiesOf = (state: { copies: ReadonlyArray<{ content: string }> }) =>
+          state.copies.map((copy) => copy.content)
+        const waitFor = (content: string) =>
+          Effect.gen(function* () {
+            for (let attempt = 0; attempt < 100; attempt++) {
+              if (copiesOf(watcher.state()).includes(content)) return
+              yield* Effect.sleep("50 millis")
+            }
+            return yield* Effect.die(new Error(`${content} was not seen: ${JSON.stringify(watcher.state())}`))
+          })
+        yield* callTool("clipboard_write", { content: "before watching" })
+        const on = yield* watched(callTool("toggle_clipboard_watch_mode", {}))
+        assert.isTrue(on.structured.watching)
+        yield* waitFor("before watching")
+        yield* callTool("clipboard_write", { content: "first copy" })
+        yield* waitFor("first copy")
+        yield* callTool("clipboard_write", { content: "token ghp_abcdefghijklmnopqrstuvwxyz0123456789" })
+        yield* Effect.sleep("300 millis")
+        const secret = copiesOf(watcher.state()).at(-1)!
+        assert.notInclude(secret, "ghp_abcdefghijklmnopqrstuvwxyz0123456789")
+        assert.include(secret, "[REDACTED")
+        const off = yield* watched(callTool("toggle_clipboard_watch_mode", { enabled: false }))
+        assert.isFalse(off.structured.watching)
+        yield* callTool("clipboard_write", { content: "after watching" })
+        yield* Effect.sleep("300 millis")
+        assert.notInclude(copiesOf(watcher.state()), "after watching")
+        assert.deepStrictEqual(copiesOf(watcher.state()).slice(0, 2), ["before watching", "first copy"])
       }),
     ),
   )

@@ -39,6 +39,7 @@ const editorToolNames = [
   "get_recent_logs",
   "clipboard_read",
   "clipboard_write",
+  "toggle_clipboard_watch_mode",
 ]
 
 let nvim: HeadlessNeovim
