@@ -17,7 +17,7 @@ import { domainStores } from "../Engine.ts"
 import { privacySettings } from "../privacy/PrivacyFilter.ts"
 import { isOwnerAlive, lockDataDir, readLockOwner, resolveDataDir } from "../stores/DataDir.ts"
 import { layerNode } from "../stores/WalFs.ts"
-import { type DaemonInfo, ping, readDaemonInfo, readToken } from "../transports/Daemon.ts"
+import { type DaemonInfo, pingDaemon, readDaemonInfo, readToken } from "../transports/Daemon.ts"
 import { dataDirFlag } from "./ServeCommand.ts"
 
 /** How long `/api/stats` may take. */
@@ -30,7 +30,7 @@ export class HealthProblem extends Schema.TaggedError<HealthProblem>()("HealthPr
 export const runningDaemon = (dataDir: string): Promise<DaemonInfo | undefined> => {
   const info = readDaemonInfo(dataDir)
   if (info === undefined) return Promise.resolve(undefined)
-  return ping(info.host, info.port).then((answer) => (answer?.dataDir === dataDir ? info : undefined))
+  return pingDaemon(info).then((answer) => (answer?.dataDir === dataDir ? info : undefined))
 }
 
 /** GET `/api/stats` of the daemon (with the bearer token when the data directory has one). */

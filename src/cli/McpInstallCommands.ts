@@ -39,7 +39,7 @@ import {
 } from "../install/Installer.ts"
 import { unifiedDiff } from "../install/TextDiff.ts"
 import { resolveDataDir } from "../stores/DataDir.ts"
-import { defaultHost, defaultPort, ping, readDaemonInfo } from "../transports/Daemon.ts"
+import { defaultHost, defaultPort, ping, pingDaemon, readDaemonInfo } from "../transports/Daemon.ts"
 import { dataDirFlag } from "./ServeCommand.ts"
 
 /** What the install commands take from the machine; tests provide their own. */
@@ -282,7 +282,7 @@ export const statusCommand = Command.make(
     const info = readDaemonInfo(location.path)
     const host = info?.host ?? defaultHost
     const port = info?.port ?? defaultPort
-    const answer = yield* Effect.promise(() => ping(host, port))
+    const answer = yield* Effect.promise(() => (info !== undefined ? pingDaemon(info) : ping(host, port)))
     const daemon =
       answer !== undefined && answer.dataDir === location.path
         ? { answers: true, host, port, pid: answer.pid, dataDir: answer.dataDir }

@@ -71,6 +71,30 @@ export const readToken = (dataDir: string): string | undefined => {
   }
 }
 
+/** How long a daemon whose process is alive may take to answer /ping (a busy machine, a long GC). */
+export const pingAliveTimeoutMs = 15_000
+
+/**
+ * The daemon `daemon.json` names, asked patiently: a first /ping as `ping`, and when that gets no
+ * answer while the process `daemon.json` names is still alive, another with `pingAliveTimeoutMs`.
+ * A live daemon is then told from a gone one by whether its process exists, not by how fast a
+ * loaded machine schedules it.
+ */
+export const pingDaemon = async (info: DaemonInfo): Promise<PingAnswer | undefined> => {
+  const answer = await ping(info.host, info.port)
+  if (answer !== undefined || !processAlive(info.pid)) return answer
+  return ping(info.host, info.port, pingAliveTimeoutMs)
+}
+
+const processAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
 /** GET /ping on host:port; undefined when nothing (or not mnemos) answers in time. */
 export const ping = (host: string, port: number, timeoutMs = pingTimeoutMs): Promise<PingAnswer | undefined> =>
   new Promise((resolve) => {
