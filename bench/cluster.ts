@@ -21,6 +21,9 @@ interface DaemonResult {
   readonly lags: ReadonlyArray<number>
   readonly seconds: number
   readonly records?: number
+  /** Batches appended, and appends refused because another daemon appended first. */
+  readonly appends?: number
+  readonly refused?: number
 }
 
 const daemonScript = join(import.meta.dirname, "clusterDaemon.ts")
@@ -79,6 +82,8 @@ const scenario = async (
     lagP50Ms: quantile(lags, 0.5),
     lagP99Ms: quantile(lags, 0.99),
     lagSamples: lags.length,
+    appends: results.reduce((sum, result) => sum + (result.appends ?? 0), 0),
+    refused: results.reduce((sum, result) => sum + (result.refused ?? 0), 0),
   }
 }
 
@@ -132,7 +137,7 @@ export const suite: BenchSuite = {
         tables: [
           {
             title: `acknowledged writes (${writers} writers per daemon, ${seconds} s, 100-byte values)`,
-            header: ["log", "daemons", "acked/s", "p50 ms", "p99 ms", "failed"],
+            header: ["log", "daemons", "acked/s", "p50 ms", "p99 ms", "failed", "batches", "refused (stale)"],
             rows: rows.map((row) => [
               row.name,
               row.daemons,
@@ -140,6 +145,8 @@ export const suite: BenchSuite = {
               round(row.p50Ms, 2),
               round(row.p99Ms, 2),
               row.failures,
+              row.appends,
+              row.refused,
             ]),
           },
           {

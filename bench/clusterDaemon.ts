@@ -81,7 +81,17 @@ const program = Effect.gen(function* () {
     { concurrency: "unbounded" },
   )
   yield* Effect.sleep("1 second") // let the last remote events arrive
-  return { openMs, acked: latencies.length, failures, latencies, lags, seconds: job.seconds }
+  const wal = store.health().wal
+  return {
+    openMs,
+    acked: latencies.length,
+    failures,
+    latencies,
+    lags,
+    seconds: job.seconds,
+    appends: wal?.appends ?? 0,
+    refused: wal?.refused ?? 0,
+  }
 })
 
 const result = await Effect.runPromise(

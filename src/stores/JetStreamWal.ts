@@ -153,6 +153,8 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
   const inFlight: Array<InFlight> = []
   let counter = 0
   let appends = 0
+  /** Appends refused because another daemon appended first (each is decided again). */
+  let refused = 0
   let wake: () => void = () => undefined
   const waiters: Array<{ readonly through: number; readonly done: () => void }> = []
   const daemonId = nats.settings.daemonId
@@ -335,6 +337,7 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
         })
       } catch (error) {
         const code = apiCode(error)
+        if (code === 10071 || code === 10070) refused++
         if (code === 10071) {
           const last = /wrong last sequence: (\d+)/.exec(error instanceof Error ? error.message : "")
           throw new WalError({
@@ -453,6 +456,7 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
     salt,
     position,
     lag: Math.max(0, Math.max(streamLast, receivedThrough) - position),
+    refused,
   })
   const wal: Wal = {
     queueBatch,

@@ -128,6 +128,8 @@ export interface WalStats {
   readonly position?: number
   /** A shared log: batches received and not applied yet. */
   readonly lag?: number
+  /** A shared log: appends refused because another daemon appended first (each decided again). */
+  readonly refused?: number
 }
 
 /** A store's log, as the store kernel sees it. */
