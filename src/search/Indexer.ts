@@ -36,6 +36,12 @@ import {
 
 /** How often the index catches up with the bus when nobody searches. */
 export const backgroundDrainIntervalMs = 25
+/**
+ * Events the background loop applies per lock hold. Indexing shares the event loop with the
+ * stores and the transports: between holds, requests that arrived meanwhile are served, so a call
+ * waits behind at most one slice of indexing, not a whole backlog (searches still drain it all).
+ */
+export const backgroundDrainSliceEvents = 16
 /** Groups applied per lock hold while reconciling with a store (searches interleave between chunks). */
 export const warmChunkGroups = 2000
 /** Longest run of loading persisted documents before the event loop gets a turn (requests wait at most this). */
@@ -256,6 +262,20 @@ export const makeIndexer = (config: IndexerConfig) =>
       if (events.length > 0) yield* applyEvents(events)
     })
     const locked = <A, E, R>(effect: Effect.Effect<A, E, R>) => lock.withPermits(1)(effect)
+    /** The background's drain: slices of `backgroundDrainSliceEvents`, the event loop served between them. */
+    const drainInSlices = Effect.gen(function* () {
+      while (true) {
+        const taken = yield* locked(
+          Effect.gen(function* () {
+            const events = yield* PubSub.takeUpTo(subscription, backgroundDrainSliceEvents)
+            if (events.length > 0) yield* applyEvents(events)
+            return events.length
+          }),
+        )
+        if (taken < backgroundDrainSliceEvents) return
+        yield* Effect.yieldNow
+      }
+    })
 
     /** Makes `store`'s groups equal to a scan of it, in chunks; events may interleave. */
     const reconcile = (source: AnySearchSource) =>
@@ -374,7 +394,7 @@ export const makeIndexer = (config: IndexerConfig) =>
       Effect.forever(
         Effect.gen(function* () {
           yield* Effect.sleep(Duration.millis(backgroundDrainIntervalMs))
-          yield* locked(drain)
+          yield* drainInSlices
           if (warmed)
             for (const name of [...needsReconcile]) {
               const source = sources.get(name)

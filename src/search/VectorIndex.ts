@@ -32,8 +32,14 @@ export const exactVectorsMax = 10_000
 export const annConnectivity = 16
 export const annExpansionAdd = 64
 export const annExpansionSearch = 96
-/** Vectors added to the HNSW index per background step while it catches up. */
-export const annBuildChunkVectors = 2000
+/**
+ * Vectors added to the HNSW index per native call while it catches up. The call holds the event
+ * loop (usearch's add is synchronous), so chunks stay small: at 0.1-0.5 ms a vector, 32 of them hold
+ * it for a few milliseconds, never the hundreds of milliseconds a chunk of 2,000 did.
+ */
+export const annBuildChunkVectors = 32
+/** Longest a background step keeps adding chunks before the event loop gets a turn. */
+export const annBuildSliceMs = 4
 
 /** A semantic hit: document number and cosine similarity. */
 export interface VectorHit {
@@ -120,10 +126,19 @@ export class VectorIndex {
   }
 
   /**
-   * Moves up to `annBuildChunkVectors` vectors into the HNSW index (creating it once the
-   * collection passes `exactVectorsMax`); returns how many are still waiting.
+   * Moves vectors into the HNSW index, chunk by chunk for up to `annBuildSliceMs` (creating it once
+   * the collection passes `exactVectorsMax`); returns how many are still waiting. Until none wait,
+   * searches use usearch's exact search, so a backlog costs search time, never results.
    */
   buildAnnStep(): number {
+    const started = performance.now()
+    let waiting = this.addAnnChunk()
+    while (waiting > 0 && performance.now() - started < annBuildSliceMs) waiting = this.addAnnChunk()
+    return waiting
+  }
+
+  /** Moves up to `annBuildChunkVectors` vectors into the HNSW index; returns how many still wait. */
+  private addAnnChunk(): number {
     if (this.ann === undefined) {
       if (this.count <= exactVectorsMax) return 0
       this.ann = new (usearch().Index)({

@@ -33,7 +33,7 @@ import {
   SubscribeRequestSchema,
   UnsubscribeRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js"
-import { type Context, Effect, Exit, Fiber, PubSub, Result, Schema, type Scope } from "effect"
+import { type Context, Effect, Exit, Fiber, PubSub, Result, Schema, Scope } from "effect"
 import { EventBus, isDomainEvent } from "../actors/EventBus.ts"
 import { Router } from "../actors/Router.ts"
 import { buildInfo } from "../cli/BuildInfo.ts"
@@ -312,6 +312,7 @@ export const startSession = (
     })
     server.setRequestHandler(SubscribeRequestSchema, async (request, extra) => {
       subscriptions.add(request.params.uri)
+      if (request.params.uri === knowledgeGraphUri) await run(followGraph)
       await project(extra.requestId)
       return {}
     })
@@ -321,24 +322,36 @@ export const startSession = (
     })
 
     const bus = yield* EventBus
-    const events = yield* bus.subscribe
-    const notifier = yield* Effect.forkScoped(
-      Effect.forever(
-        Effect.gen(function* () {
-          const batch = yield* PubSub.takeAll(events)
-          if (!subscriptions.has(knowledgeGraphUri) || projectPromise === undefined) return
-          const scope = yield* Effect.promise(() => project())
-          const relevant = batch.some(
-            (committed) =>
-              committed.store === graphStore.name &&
-              isDomainEvent(committed) &&
-              (committed.event as GraphEvent).project === scope,
-          )
-          if (relevant)
-            yield* Effect.promise(() => server.sendResourceUpdated({ uri: knowledgeGraphUri }).catch(() => undefined))
-        }),
-      ),
-    )
+    const sessionScope = yield* Effect.scope
+    /**
+     * Follows committed events only once the client subscribed to the graph: a session that never
+     * subscribes (most agents) costs the bus nothing, where a fiber per session woke for every write.
+     */
+    let notifier: Fiber.Fiber<never> | undefined
+    let following = false
+    const followGraph = Effect.gen(function* () {
+      if (following) return
+      following = true
+      const events = yield* bus.subscribe
+      notifier = yield* Effect.forkIn(
+        Effect.forever(
+          Effect.gen(function* () {
+            const batch = yield* PubSub.takeAll(events)
+            if (!subscriptions.has(knowledgeGraphUri) || projectPromise === undefined) return
+            const scope = yield* Effect.promise(() => project())
+            const relevant = batch.some(
+              (committed) =>
+                committed.store === graphStore.name &&
+                isDomainEvent(committed) &&
+                (committed.event as GraphEvent).project === scope,
+            )
+            if (relevant)
+              yield* Effect.promise(() => server.sendResourceUpdated({ uri: knowledgeGraphUri }).catch(() => undefined))
+          }),
+        ),
+        sessionScope,
+      )
+    }).pipe(Scope.provide(sessionScope))
 
     const providerNotifiers = yield* Effect.forEach([...providers.keys()], (uri) =>
       Effect.gen(function* () {
@@ -358,7 +371,7 @@ export const startSession = (
     yield* Effect.promise(() => server.connect(checkingParams(transport, paramsSchemas)))
     yield* Effect.addFinalizer(() =>
       Effect.promise(() => server.close().catch(() => undefined)).pipe(
-        Effect.andThen(Fiber.interruptAll([notifier, ...providerNotifiers])),
+        Effect.andThen(Fiber.interruptAll([...(notifier ? [notifier] : []), ...providerNotifiers])),
       ),
     )
     return server
