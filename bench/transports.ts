@@ -11,8 +11,14 @@
  *   2. Throughput: 1, 10 and 50 concurrent clients (one connection each, one call in flight each)
  *      for 5 s (1.5 s with --quick) over each network transport; calls/s and latency p99.
  *
+ *   3. Agents writing while the dashboard follows (issue 22): 32 agents on MCP-over-WebSocket, each
+ *      writing one entity per call (`create_entities`), for 5 s (1.5 s with --quick), while 8
+ *      dashboard subscribers follow `/events`; acked writes/s, call p50/p99, and whether every
+ *      subscriber saw every acknowledged entity.
+ *
  * Clients run in this process, so at 50 clients the client side shares the machine with the
- * server: numbers are for comparing rows of one run, not absolute capacity.
+ * server: numbers are for comparing rows of one run, not absolute capacity. --quick measures 1 and
+ * 10 concurrent clients only.
  *
  * Run as `node --import tsx bench/transports.ts floor-http|floor-stdio` it is the floor server.
  */
@@ -26,7 +32,8 @@ import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
 import { CallToolRequestSchema, isInitializeRequest, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
-import { WebSocketServer } from "ws"
+import WebSocket, { WebSocketServer } from "ws"
+import { readToken } from "../src/transports/Daemon.ts"
 import { WebSocketTransport } from "../src/transports/WebSocketTransport.ts"
 import {
   cleanup,
@@ -217,6 +224,74 @@ const seed = async (url: string) => {
 
 type TransportName = "stdio" | "stdio via shim" | NetworkTransport
 
+/** Agents and dashboard subscribers of the writing scenario (issue 22). */
+const writingAgents = 32
+const dashboardSubscribers = 8
+
+/** A dashboard subscriber: the entity names it was told of on `/events`. */
+const subscribe = (url: string, dataDir: string): Promise<{ seen: Set<string>; close: () => void }> =>
+  new Promise((resolve, reject) => {
+    const seen = new Set<string>()
+    const socket = new WebSocket(`${url.replace(/^http/, "ws")}/events`, {
+      headers: { authorization: `Bearer ${readToken(dataDir)}` },
+    })
+    socket.on("message", (data) => {
+      const message = JSON.parse(String(data)) as {
+        type: string
+        events?: Array<{ graph?: { entities?: Array<{ name: string }> } }>
+      }
+      for (const event of message.events ?? []) for (const entity of event.graph?.entities ?? []) seen.add(entity.name)
+    })
+    socket.once("open", () => resolve({ seen, close: () => socket.close() }))
+    socket.once("error", reject)
+  })
+
+/** 32 agents writing one entity per call over WebSocket while 8 subscribers follow the dashboard feed. */
+const agentsWriting = async (url: string, dataDir: string, durationMs: number) => {
+  const subscribers = await Promise.all(Array.from({ length: dashboardSubscribers }, () => subscribe(url, dataDir)))
+  const agents = await Promise.all(Array.from({ length: writingAgents }, () => connectNetwork("ws", url)))
+  const written: Array<string> = []
+  const latencies: Array<number> = []
+  let failed = 0
+  const deadline = performance.now() + durationMs
+  const started = performance.now()
+  await Promise.all(
+    agents.map(async (agent, index) => {
+      for (let call = 0; performance.now() < deadline; call++) {
+        const name = `agent-${index}-write-${call}`
+        const before = performance.now()
+        const result = await agent.callTool({
+          name: "create_entities",
+          arguments: { entities: [{ name, entityType: "bench", observations: ["written by an agent"] }] },
+        })
+        if (result.isError === true) failed++
+        else {
+          latencies.push(performance.now() - before)
+          written.push(name)
+        }
+      }
+    }),
+  )
+  const elapsedMs = performance.now() - started
+  // Every subscriber must be told of every acknowledged write (give the feed a moment to flush).
+  const allSeen = () => subscribers.every(({ seen }) => written.every((name) => seen.has(name)))
+  for (let waited = 0; waited < 5_000 && !allSeen(); waited += 50) await new Promise((r) => setTimeout(r, 50))
+  const missed = subscribers.map(({ seen }) => written.filter((name) => !seen.has(name)).length)
+  await Promise.all(agents.map((agent) => agent.close()))
+  for (const subscriber of subscribers) subscriber.close()
+  latencies.sort((a, b) => a - b)
+  return {
+    agents: writingAgents,
+    subscribers: dashboardSubscribers,
+    acked: written.length,
+    failed,
+    ackedPerSecond: round((written.length / elapsedMs) * 1000, 0),
+    p50Ms: round(quantile(latencies, 0.5)),
+    p99Ms: round(quantile(latencies, 0.99)),
+    missedBySubscribers: missed,
+  }
+}
+
 export const suite: BenchSuite = {
   title: "MCP transports: round trip and throughput of a read tool, beside an SDK no-op server (the floor)",
   run: async ({ quick }) => {
@@ -225,6 +300,7 @@ export const suite: BenchSuite = {
     const calls = quick ? 300 : 2_000
     const durationMs = quick ? 1_500 : 5_000
     const latency: Array<{ transport: TransportName; mnemos: Latency; floor: Latency }> = []
+    let writing: Awaited<ReturnType<typeof agentsWriting>> | undefined
     const scaling: Array<{ transport: NetworkTransport; clients: number; mnemos: Latency; floor: Latency }> = []
     const floor = await startFloorHttp()
     try {
@@ -274,7 +350,7 @@ export const suite: BenchSuite = {
         await Promise.all([mnemosClient.close(), floorClient.close()])
       }
       for (const kind of networkTransports) {
-        for (const clients of concurrencies) {
+        for (const clients of quick ? concurrencies.slice(0, 2) : concurrencies) {
           const measure = async (url: string, target: Target) => {
             const connected = await Promise.all(Array.from({ length: clients }, () => connectNetwork(kind, url)))
             await throughput(connected, target, Math.min(500, durationMs / 3)) // warm-up
@@ -290,6 +366,7 @@ export const suite: BenchSuite = {
           })
         }
       }
+      writing = await agentsWriting(daemon.url, daemon.dataDir, durationMs)
     } finally {
       floor.stop()
       await cleanup()
@@ -347,10 +424,12 @@ export const suite: BenchSuite = {
         },
       ],
       notes: [
+        `${writing!.agents} agents writing one entity per call over WebSocket while ${writing!.subscribers} dashboard subscribers follow: ${writing!.ackedPerSecond} acked writes/s, call p50 ${writing!.p50Ms} ms, p99 ${writing!.p99Ms} ms, ${writing!.failed} failed; entities a subscriber was not told of: ${writing!.missedBySubscribers.join(", ")}`,
+        `target (issue 22): >= 6,000 acked writes/s with call p99 <= 25 ms and every write seen by every subscriber: ${writing!.ackedPerSecond >= 6000 && writing!.p99Ms <= 25 && writing!.missedBySubscribers.every((missed) => missed === 0) ? "met" : "not met"}${quick ? " (quick run: the target applies to the full run)" : ""}`,
         "stdio via shim is compared with the plain stdio floor: the shim's extra hop (stdio → WebSocket → daemon) is part of what it costs.",
         "Clients run in the benchmark process; at 50 clients they compete with the server for the CPU.",
       ],
-      json: { seededEntities, calls, warmup, durationMs, latency, scaling },
+      json: { seededEntities, calls, warmup, durationMs, latency, scaling, writing },
     }
   },
 }
