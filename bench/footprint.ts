@@ -82,6 +82,20 @@ interface IdleRun {
   readonly cpuMs: number
 }
 
+/** What process `pid` holds and has used now, after `readyMs` and `warmMs`. */
+const idleRunOf = (pid: number, readyMs: number, warmMs: number): IdleRun => {
+  const memory = memoryOf(pid)!
+  return {
+    readyMs,
+    warmMs,
+    idleRssBytes: memory.rssBytes,
+    peakRssBytes: memory.peakRssBytes,
+    anonRssBytes: memory.anonRssBytes,
+    fileRssBytes: memory.fileRssBytes,
+    cpuMs: cpuMsOf(pid) ?? 0,
+  }
+}
+
 /** `mnemos serve` on `dataDir`: time to /ping and to warm search, then RSS after `idleSettleMs` idle. */
 const idleDaemon = async (dataDir: string): Promise<IdleRun> => {
   const port = await freePort()
@@ -98,16 +112,7 @@ const idleDaemon = async (dataDir: string): Promise<IdleRun> => {
     }
     const warmMs = performance.now() - started
     await sleep(idleSettleMs)
-    const memory = memoryOf(child.pid!)!
-    return {
-      readyMs,
-      warmMs,
-      idleRssBytes: memory.rssBytes,
-      peakRssBytes: memory.peakRssBytes,
-      anonRssBytes: memory.anonRssBytes,
-      fileRssBytes: memory.fileRssBytes,
-      cpuMs: cpuMsOf(child.pid!) ?? 0,
-    }
+    return idleRunOf(child.pid!, readyMs, warmMs)
   } finally {
     child.kill("SIGTERM")
     await waitGone(child.pid!)
@@ -137,16 +142,7 @@ const idleOfficial = async (memoryFile: string): Promise<IdleRun> => {
     await client.callTool({ name: "search_nodes", arguments: { query: "no such entity" } })
     const warmMs = performance.now() - started
     await sleep(idleSettleMs)
-    const memory = memoryOf(pid)!
-    return {
-      readyMs,
-      warmMs,
-      idleRssBytes: memory.rssBytes,
-      peakRssBytes: memory.peakRssBytes,
-      anonRssBytes: memory.anonRssBytes,
-      fileRssBytes: memory.fileRssBytes,
-      cpuMs: cpuMsOf(pid) ?? 0,
-    }
+    return idleRunOf(pid, readyMs, warmMs)
   } finally {
     await client.close()
   }
