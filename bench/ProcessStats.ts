@@ -11,10 +11,16 @@ import { ping } from "../src/transports/Daemon.ts"
 /** How often a running command's peak RSS is sampled (VmHWM is kept by the kernel; this only reads it). */
 const samplePeriodMs = 20
 
-/** Memory of a live process, in bytes: now (VmRSS) and its peak so far (VmHWM). */
+/**
+ * Memory of a live process, in bytes: now (VmRSS) and its peak so far (VmHWM); of VmRSS, what is
+ * anonymous (heaps, buffers) and what is mapped files (node itself, LMDB's pages read through its
+ * memory map: page cache the kernel may drop at any time).
+ */
 export interface MemorySample {
   readonly rssBytes: number
   readonly peakRssBytes: number
+  readonly anonRssBytes: number
+  readonly fileRssBytes: number
 }
 
 /** VmRSS and VmHWM of `pid`; undefined once it has gone. */
@@ -22,7 +28,12 @@ export const memoryOf = (pid: number): MemorySample | undefined => {
   try {
     const status = readFileSync(`/proc/${pid}/status`, "utf8")
     const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+)\\s+kB$`, "m").exec(status)?.[1] ?? 0)
-    return { rssBytes: kib("VmRSS") * 1024, peakRssBytes: kib("VmHWM") * 1024 }
+    return {
+      rssBytes: kib("VmRSS") * 1024,
+      peakRssBytes: kib("VmHWM") * 1024,
+      anonRssBytes: kib("RssAnon") * 1024,
+      fileRssBytes: kib("RssFile") * 1024,
+    }
   } catch {
     return undefined
   }

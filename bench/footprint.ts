@@ -75,6 +75,25 @@ interface IdleRun {
   readonly warmMs: number
   readonly idleRssBytes: number
   readonly peakRssBytes: number
+  /** Of the idle RSS: anonymous memory, and mapped files (node, LMDB pages: reclaimable). */
+  readonly anonRssBytes: number
+  readonly fileRssBytes: number
+  /** CPU time of the process by the end of the idle wait. */
+  readonly cpuMs: number
+}
+
+/** What process `pid` holds and has used now, after `readyMs` and `warmMs`. */
+const idleRunOf = (pid: number, readyMs: number, warmMs: number): IdleRun => {
+  const memory = memoryOf(pid)!
+  return {
+    readyMs,
+    warmMs,
+    idleRssBytes: memory.rssBytes,
+    peakRssBytes: memory.peakRssBytes,
+    anonRssBytes: memory.anonRssBytes,
+    fileRssBytes: memory.fileRssBytes,
+    cpuMs: cpuMsOf(pid) ?? 0,
+  }
 }
 
 /** `mnemos serve` on `dataDir`: time to /ping and to warm search, then RSS after `idleSettleMs` idle. */
@@ -93,8 +112,7 @@ const idleDaemon = async (dataDir: string): Promise<IdleRun> => {
     }
     const warmMs = performance.now() - started
     await sleep(idleSettleMs)
-    const memory = memoryOf(child.pid!)!
-    return { readyMs, warmMs, idleRssBytes: memory.rssBytes, peakRssBytes: memory.peakRssBytes }
+    return idleRunOf(child.pid!, readyMs, warmMs)
   } finally {
     child.kill("SIGTERM")
     await waitGone(child.pid!)
@@ -124,8 +142,7 @@ const idleOfficial = async (memoryFile: string): Promise<IdleRun> => {
     await client.callTool({ name: "search_nodes", arguments: { query: "no such entity" } })
     const warmMs = performance.now() - started
     await sleep(idleSettleMs)
-    const memory = memoryOf(pid)!
-    return { readyMs, warmMs, idleRssBytes: memory.rssBytes, peakRssBytes: memory.peakRssBytes }
+    return idleRunOf(pid, readyMs, warmMs)
   } finally {
     await client.close()
   }
@@ -234,7 +251,10 @@ export const suite: BenchSuite = {
         label,
         round(run.readyMs, 0),
         round(run.warmMs, 0),
+        round(run.cpuMs, 0),
         mib(run.idleRssBytes),
+        mib(run.anonRssBytes),
+        mib(run.fileRssBytes),
         mib(run.peakRssBytes),
       ]
       const startRow = (label: string, run: Awaited<ReturnType<typeof startMedian>>) => [
@@ -259,7 +279,16 @@ export const suite: BenchSuite = {
         tables: [
           {
             title: `idle daemon (\`serve\`, warm, then ${idleSettleMs / 1000} s without a request); the official server after one call`,
-            header: ["server, data", "ready ms", "warm ms", "idle RSS MiB", "peak RSS MiB"],
+            header: [
+              "server, data",
+              "ready ms",
+              "warm ms",
+              "CPU ms",
+              "idle RSS MiB",
+              "anonymous MiB",
+              "mapped files MiB",
+              "peak RSS MiB",
+            ],
             rows: [
               idleRow("mnemos, empty", idle.mnemosEmpty),
               idleRow(`mnemos, ${records} records`, idle.mnemosFull),
@@ -296,6 +325,7 @@ export const suite: BenchSuite = {
             .map((value) => value.toFixed(1))
             .join(" ")} at the end (2 cores shared: wall times wait for a core, CPU times do not)`,
           `target idle daemon <= 120 MiB: ${mib(idle.mnemosEmpty.idleRssBytes)} MiB empty${idleTarget ? " (met)" : " (NOT met)"}`,
+          `idle daemon at ${records} records: ${mib(idle.mnemosFull.idleRssBytes)} MiB (${mib(idle.mnemosFull.anonRssBytes)} anonymous, ${mib(idle.mnemosFull.fileRssBytes)} mapped files), ${round(idle.mnemosFull.idleRssBytes / idle.officialFull.idleRssBytes, 1)}x the official server's ${mib(idle.officialFull.idleRssBytes)} MiB`,
           `target spawn to first answered call <= 500 ms at 100k records: direct ${round(start.directFull.firstCallMs, 0)} ms, shim ${round(start.shimFull.firstCallMs, 0)} ms${quick ? " (quick run: the target applies to the full run)" : startTarget ? " (met)" : " (NOT met)"}`,
           `target import peak RSS <= 400 MiB: ${mib(importPeak)} MiB${importPeak <= 400 * 1024 * 1024 ? " (met)" : " (NOT met)"}`,
         ],

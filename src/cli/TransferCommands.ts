@@ -13,8 +13,7 @@
  * a directory another process holds). Export writes atomically (temp file, fsync, rename); import
  * applies all or nothing.
  */
-import { readFileSync } from "node:fs"
-import { Console, Effect, Layer, Option, Schema } from "effect"
+import { Console, Effect, Layer, Option, Result, Schema } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { Router } from "../actors/Router.ts"
 import { type ImportOptions, importConversations } from "../conversations/ConversationImport.ts"
@@ -28,9 +27,9 @@ import {
 } from "../conversations/ConversationTransfer.ts"
 import { progressBar } from "../conversations/ProgressBar.ts"
 import * as Engine from "../Engine.ts"
-import { exportGraph, importGraph } from "../graph/GraphTransfer.ts"
-import { defaultProjectName } from "../graph/Model.ts"
-import { parseOfficialJsonl, serializeOfficialJsonl } from "../graph/OfficialJsonl.ts"
+import { exportGraph, type GraphReader, importGraphFrom } from "../graph/GraphTransfer.ts"
+import { defaultProjectName, type Entity, type Relation } from "../graph/Model.ts"
+import { officialJsonlFileItems, serializeOfficialJsonl } from "../graph/OfficialJsonl.ts"
 import { filteredStore, filterPrivate } from "../privacy/PrivacyFilter.ts"
 import { isArchiveFile } from "../stores/Archive.ts"
 import { resolveDataDir } from "../stores/DataDir.ts"
@@ -82,6 +81,42 @@ const withEngine = (dataDir: Option.Option<string>, command: string) =>
   Effect.provide(
     Layer.fresh(Engine.storesLayer({ dataDir: resolveDataDir(Option.getOrUndefined(dataDir)).path, command })),
   )
+
+/**
+ * memory.jsonl `file` as a graph reader: line by line, each item through the privacy filter; a
+ * malformed line or an I/O error fails the read. The first read (the check) records the lines of
+ * another type in `ignoredLines`; a failure in a later read means the file changed meanwhile.
+ */
+const officialJsonlReader = (file: string, ignoredLines: Array<number>): GraphReader<ImportFailed> => {
+  let reads = 0
+  return function* () {
+    const first = reads++ === 0
+    const failed = (message: string) =>
+      Result.fail(
+        new ImportFailed({
+          message: `${message}${first ? " (nothing was imported)" : " (the file changed during the import: part of it was imported; import it again)"}`,
+        }),
+      )
+    try {
+      for (const decoded of officialJsonlFileItems(file)) {
+        if (Result.isFailure(decoded)) {
+          const error = decoded.failure
+          yield failed(`${file}:${error.line}: ${error.message}`)
+          return
+        }
+        const item = decoded.success
+        if (item?._tag === "Ignored") {
+          if (first) ignoredLines.push(item.line)
+        } else if (item?._tag === "Entity")
+          yield Result.succeed({ ...item, entity: filterPrivate(item.entity) as Entity })
+        else if (item?._tag === "Relation")
+          yield Result.succeed({ ...item, relation: filterPrivate(item.relation) as Relation })
+      }
+    } catch (error) {
+      yield failed(`cannot read ${file}: ${error instanceof Error ? error.message : String(error)}`)
+    }
+  }
+}
 
 /** `what` cannot go through the daemon: the user has to stop it. */
 const needsDirectory = (daemon: DaemonEndpoint, what: string) =>
@@ -140,26 +175,18 @@ export const importCommand = Command.make(
     if (format === "conversations") return yield* importConversationsFile(file, policy, projectOption, dataDir, daemon)
     if (daemon !== undefined) return yield* needsDirectory(daemon, `importing --format ${format}`)
     const project = Option.getOrElse(projectOption, () => defaultProjectName)
-    const text = yield* Effect.try({
-      try: () => readFileSync(file, "utf8"),
-      catch: (error) =>
-        new ImportFailed({ message: `cannot read ${file}: ${error instanceof Error ? error.message : String(error)}` }),
-    })
-    const parsed = yield* parseOfficialJsonl(text).pipe(
-      Effect.mapError(
-        (error) =>
-          new ImportFailed({
-            message: `${file}:${error.line}: ${error.message} (nothing was imported)\n  ${error.excerpt}`,
-          }),
+    const ignoredLines: Array<number> = []
+    const report = yield* importGraphFrom(officialJsonlReader(file, ignoredLines), project).pipe(
+      Effect.mapError((error) =>
+        error._tag === "ImportFailed"
+          ? error
+          : new ImportFailed({ message: `${file}: ${error.message} (nothing was imported)` }),
       ),
-    )
-    const report = yield* importGraph(filterPrivate(parsed.graph) as typeof parsed.graph, project).pipe(
-      Effect.mapError((error) => new ImportFailed({ message: `${file}: ${error.message} (nothing was imported)` })),
       withEngine(dataDir, "mnemos import"),
     )
-    if (parsed.ignoredLines.length > 0)
+    if (ignoredLines.length > 0)
       yield* Console.error(
-        `skipped ${parsed.ignoredLines.length} line(s) of another type: ${parsed.ignoredLines.slice(0, 10).join(", ")}`,
+        `skipped ${ignoredLines.length} line(s) of another type: ${ignoredLines.slice(0, 10).join(", ")}`,
       )
     yield* Console.log(
       `imported into project "${report.project}": ${report.entitiesCreated} entities (${report.entitiesSkipped} already present), ${report.relationsCreated} relations (${report.relationsSkipped} already present)`,

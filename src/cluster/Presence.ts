@@ -16,10 +16,11 @@
  * skipped (the panel then says the connection is down).
  */
 import { hostname } from "node:os"
-import { Context, Effect, Layer, Option, Schedule } from "effect"
+import { Effect, Layer, Option, Schedule } from "effect"
 import { Router } from "../actors/Router.ts"
 import { streamNameOf } from "../stores/JetStreamWal.ts"
 import { Nats } from "../stores/Nats.ts"
+import { ClusterPresence } from "./ClusterPresence.ts"
 
 /** How often a daemon says it is there. */
 export const heartbeatMs = 2_000
@@ -68,12 +69,6 @@ export interface ClusterView {
   readonly self: string
   readonly daemons: ReadonlyArray<DaemonView>
 }
-
-/** The shared memory's presence; `view` answers `undefined` for a daemon that serves a local memory. */
-export const ClusterPresence = Context.Reference<{ readonly view: Effect.Effect<ClusterView | undefined> }>(
-  "mnemos/cluster/ClusterPresence",
-  { defaultValue: () => ({ view: Effect.succeed(undefined) }) },
-)
 
 /** What a stopping daemon says last. */
 interface Goodbye {

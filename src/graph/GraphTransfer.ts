@@ -30,60 +30,119 @@ export interface GraphImportReport {
   readonly relationsSkipped: number
 }
 
-const validate = (graph: KnowledgeGraph): GraphImportInvalid | undefined => {
-  const decodeEntity = Schema.decodeUnknownResult(BoundedEntity)
-  const decodeRelation = Schema.decodeUnknownResult(BoundedRelation)
-  for (const [index, entity] of graph.entities.entries()) {
-    const decoded = decodeEntity(entity)
-    if (Result.isFailure(decoded))
-      return new GraphImportInvalid({
-        message: `entity ${index + 1} (${JSON.stringify(entity.name.slice(0, 80))}): ${decoded.failure.message}`,
-      })
-    if (!isStorableName(entity.name))
-      return new GraphImportInvalid({ message: `entity ${index + 1}: names may not contain U+0000` })
-  }
-  for (const [index, relation] of graph.relations.entries()) {
-    const decoded = decodeRelation(relation)
-    if (Result.isFailure(decoded))
-      return new GraphImportInvalid({ message: `relation ${index + 1}: ${decoded.failure.message}` })
-    if (![relation.from, relation.to, relation.relationType].every(isStorableName)) {
-      return new GraphImportInvalid({ message: `relation ${index + 1}: names and types may not contain U+0000` })
-    }
-  }
+/** Checks one entity (the `index`-th, 0-based) against mnemos's limits. */
+const validateEntity = (entity: Entity, index: number): GraphImportInvalid | undefined => {
+  const decoded = decodeEntity(entity)
+  if (Result.isFailure(decoded))
+    return new GraphImportInvalid({
+      message: `entity ${index + 1} (${JSON.stringify(entity.name.slice(0, 80))}): ${decoded.failure.message}`,
+    })
+  if (!isStorableName(entity.name))
+    return new GraphImportInvalid({ message: `entity ${index + 1}: names may not contain U+0000` })
   return undefined
 }
 
-const chunks = <A>(items: ReadonlyArray<A>): Array<ReadonlyArray<A>> => {
-  const out: Array<ReadonlyArray<A>> = []
-  for (let start = 0; start < items.length; start += importChunkItems)
-    out.push(items.slice(start, start + importChunkItems))
-  return out
+/** Checks one relation (the `index`-th, 0-based) against mnemos's limits. */
+const validateRelation = (relation: Relation, index: number): GraphImportInvalid | undefined => {
+  const decoded = decodeRelation(relation)
+  if (Result.isFailure(decoded))
+    return new GraphImportInvalid({ message: `relation ${index + 1}: ${decoded.failure.message}` })
+  if (![relation.from, relation.to, relation.relationType].every(isStorableName))
+    return new GraphImportInvalid({ message: `relation ${index + 1}: names and types may not contain U+0000` })
+  return undefined
 }
 
-/** Imports a graph into `project`. */
-export const importGraph = (graph: KnowledgeGraph, project: string) =>
+const decodeEntity = Schema.decodeUnknownResult(BoundedEntity)
+const decodeRelation = Schema.decodeUnknownResult(BoundedRelation)
+
+/** One entity or relation of a graph read item by item. */
+export type GraphItem =
+  | { readonly _tag: "Entity"; readonly entity: Entity }
+  | { readonly _tag: "Relation"; readonly relation: Relation }
+
+/**
+ * A graph that can be read more than once, item by item, each read from the start (a file): a
+ * failed read ends the import with its error.
+ */
+export type GraphReader<E> = () => Iterable<Result.Result<GraphItem | undefined, E>>
+
+/** Creates, in chunks of `importChunkItems`, what `pick` takes from `read()`; how many were created. */
+const createInChunks = <E, A, F, R>(
+  read: GraphReader<E>,
+  pick: (item: GraphItem) => A | undefined,
+  create: (chunk: ReadonlyArray<A>) => Effect.Effect<number, F, R>,
+) =>
   Effect.gen(function* () {
-    const invalid = validate(graph)
-    if (invalid !== undefined) return yield* invalid
+    let created = 0
+    let chunk: Array<A> = []
+    for (const decoded of read()) {
+      if (Result.isFailure(decoded)) return yield* Effect.fail(decoded.failure)
+      const value = decoded.success === undefined ? undefined : pick(decoded.success)
+      if (value === undefined) continue
+      chunk.push(value)
+      if (chunk.length >= importChunkItems) {
+        created += yield* create(chunk)
+        chunk = []
+      }
+    }
+    if (chunk.length > 0) created += yield* create(chunk)
+    return created
+  })
+
+/**
+ * Imports the graph `read` yields into `project`, holding at most `importChunkItems` of it at a
+ * time: a first read checks every item (nothing is written if one is refused), a second imports
+ * the entities, a third the relations (so a relation may name an entity further down the file).
+ */
+export const importGraphFrom = <E>(read: GraphReader<E>, project: string) =>
+  Effect.gen(function* () {
+    let entities = 0
+    let relations = 0
+    for (const decoded of read()) {
+      if (Result.isFailure(decoded)) return yield* Effect.fail(decoded.failure)
+      const item = decoded.success
+      const invalid =
+        item?._tag === "Entity"
+          ? validateEntity(item.entity, entities++)
+          : item?._tag === "Relation"
+            ? validateRelation(item.relation, relations++)
+            : undefined
+      if (invalid !== undefined) return yield* invalid
+    }
     const store = (yield* Router).store(graphStore)
-    let entitiesCreated = 0
-    let relationsCreated = 0
-    for (const entities of chunks(graph.entities)) {
-      const created = (yield* store.send({ _tag: "CreateEntities", project, entities })) as ReadonlyArray<Entity>
-      entitiesCreated += created.length
-    }
-    for (const relations of chunks(graph.relations)) {
-      const created = (yield* store.send({ _tag: "CreateRelations", project, relations })) as ReadonlyArray<Relation>
-      relationsCreated += created.length
-    }
+    const entitiesCreated = yield* createInChunks(
+      read,
+      (item) => (item._tag === "Entity" ? item.entity : undefined),
+      (chunk) =>
+        Effect.map(
+          store.send({ _tag: "CreateEntities", project, entities: chunk }),
+          (created) => (created as ReadonlyArray<Entity>).length,
+        ),
+    )
+    const relationsCreated = yield* createInChunks(
+      read,
+      (item) => (item._tag === "Relation" ? item.relation : undefined),
+      (chunk) =>
+        Effect.map(
+          store.send({ _tag: "CreateRelations", project, relations: chunk }),
+          (created) => (created as ReadonlyArray<Relation>).length,
+        ),
+    )
     return {
       project,
       entitiesCreated,
-      entitiesSkipped: graph.entities.length - entitiesCreated,
+      entitiesSkipped: entities - entitiesCreated,
       relationsCreated,
-      relationsSkipped: graph.relations.length - relationsCreated,
+      relationsSkipped: relations - relationsCreated,
     } satisfies GraphImportReport
   })
+
+/** Imports a graph into `project`. */
+export const importGraph = (graph: KnowledgeGraph, project: string) =>
+  importGraphFrom<never>(function* () {
+    for (const entity of graph.entities) yield Result.succeed({ _tag: "Entity", entity } as const)
+    for (const relation of graph.relations) yield Result.succeed({ _tag: "Relation", relation } as const)
+  }, project)
 
 /** The whole graph of `project`, in creation order. */
 export const exportGraph = (project: string) =>

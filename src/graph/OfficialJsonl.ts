@@ -17,7 +17,13 @@
  * number (counting every "\n"-separated line, blank ones included). Objects of another `type`
  * are skipped as the official server skips them, and their line numbers are reported. A
  * leading byte-order mark is tolerated (the official server would fail on it).
+ *
+ * A file is read line by line (`officialJsonlFileItems`), `readChunkBytes` at a time, so an import
+ * holds one line and what it has decoded, never the whole text: it reads the file once to check
+ * every line and again to apply it.
  */
+import { closeSync, openSync, readSync } from "node:fs"
+import { StringDecoder } from "node:string_decoder"
 import { Effect, Predicate, Result, Schema } from "effect"
 import type { Entity, KnowledgeGraph, Relation } from "./Model.ts"
 
@@ -65,37 +71,112 @@ const parseJson = (text: string): Result.Result<unknown, string> => {
   }
 }
 
-/** Reads memory.jsonl text; all or nothing. */
-export const decodeOfficialJsonl = (text: string): Result.Result<ParsedOfficialJsonl, MalformedJsonlLine> => {
-  const lines = (text.startsWith("\uFEFF") ? text.slice(1) : text).split("\n")
+/** What one line of memory.jsonl holds (blank lines hold nothing and are not reported). */
+export type OfficialJsonlItem =
+  | { readonly _tag: "Entity"; readonly entity: Entity }
+  | { readonly _tag: "Relation"; readonly relation: Relation }
+  | { readonly _tag: "Ignored"; readonly line: number }
+
+/** Decodes line number `lineNumber` (1-based); `undefined` for a blank line. */
+export const decodeOfficialJsonlLine = (
+  line: string,
+  lineNumber: number,
+): Result.Result<OfficialJsonlItem | undefined, MalformedJsonlLine> => {
+  if (line.trim() === "") return Result.succeed(undefined)
+  const malformed = (message: string) =>
+    Result.fail(new MalformedJsonlLine({ line: lineNumber, message, excerpt: line.slice(0, excerptCharsMax) }))
+  const parsed = parseJson(line)
+  if (Result.isFailure(parsed)) return malformed(`not JSON: ${parsed.failure}`)
+  const item = parsed.success
+  if (!Predicate.isObject(item)) return malformed("not a JSON object")
+  if (item.type === "entity") {
+    const entity = decodeEntityLine(item)
+    if (Result.isFailure(entity)) return malformed(`bad entity: ${entity.failure.message}`)
+    const { name, entityType, observations } = entity.success
+    return Result.succeed({ _tag: "Entity", entity: { name, entityType, observations } })
+  }
+  if (item.type === "relation") {
+    const relation = decodeRelationLine(item)
+    if (Result.isFailure(relation)) return malformed(`bad relation: ${relation.failure.message}`)
+    const { from, to, relationType } = relation.success
+    return Result.succeed({ _tag: "Relation", relation: { from, to, relationType } })
+  }
+  return Result.succeed({ _tag: "Ignored", line: lineNumber })
+}
+
+/** Decodes every line of `lines` (1-based numbers), stopping at the first malformed one. */
+function* decodeLines(
+  lines: Iterable<string>,
+): Iterable<Result.Result<OfficialJsonlItem | undefined, MalformedJsonlLine>> {
+  let lineNumber = 0
+  for (const line of lines) {
+    const decoded = decodeOfficialJsonlLine(line, ++lineNumber)
+    yield decoded
+    if (Result.isFailure(decoded)) return
+  }
+}
+
+/** Collects decoded items into a graph; all or nothing. */
+const collect = (
+  items: Iterable<Result.Result<OfficialJsonlItem | undefined, MalformedJsonlLine>>,
+): Result.Result<ParsedOfficialJsonl, MalformedJsonlLine> => {
   const entities: Array<Entity> = []
   const relations: Array<Relation> = []
   const ignoredLines: Array<number> = []
-  for (let index = 0; index < lines.length; index++) {
-    const line = lines[index]!
-    if (line.trim() === "") continue
-    const malformed = (message: string) =>
-      Result.fail(new MalformedJsonlLine({ line: index + 1, message, excerpt: line.slice(0, excerptCharsMax) }))
-    const parsed = parseJson(line)
-    if (Result.isFailure(parsed)) return malformed(`not JSON: ${parsed.failure}`)
-    const item = parsed.success
-    if (!Predicate.isObject(item)) return malformed("not a JSON object")
-    if (item.type === "entity") {
-      const entity = decodeEntityLine(item)
-      if (Result.isFailure(entity)) return malformed(`bad entity: ${entity.failure.message}`)
-      const { name, entityType, observations } = entity.success
-      entities.push({ name, entityType, observations })
-    } else if (item.type === "relation") {
-      const relation = decodeRelationLine(item)
-      if (Result.isFailure(relation)) return malformed(`bad relation: ${relation.failure.message}`)
-      const { from, to, relationType } = relation.success
-      relations.push({ from, to, relationType })
-    } else {
-      ignoredLines.push(index + 1)
-    }
+  for (const decoded of items) {
+    if (Result.isFailure(decoded)) return Result.fail(decoded.failure)
+    const item = decoded.success
+    if (item?._tag === "Entity") entities.push(item.entity)
+    else if (item?._tag === "Relation") relations.push(item.relation)
+    else if (item?._tag === "Ignored") ignoredLines.push(item.line)
   }
   return Result.succeed({ graph: { entities, relations }, ignoredLines })
 }
+
+/** Reads memory.jsonl text; all or nothing. */
+export const decodeOfficialJsonl = (text: string): Result.Result<ParsedOfficialJsonl, MalformedJsonlLine> =>
+  collect(decodeLines((text.startsWith("\uFEFF") ? text.slice(1) : text).split("\n")))
+
+/** Bytes read from a memory.jsonl file at a time. */
+export const readChunkBytes = 1 << 20
+
+/**
+ * The "\n"-separated lines of `file` as UTF-8 text (a leading byte-order mark dropped), read
+ * `readChunkBytes` at a time: the same lines as splitting the whole text. Throws on I/O errors.
+ */
+export function* fileLines(file: string, chunkBytes = readChunkBytes): Iterable<string> {
+  const fd = openSync(file, "r")
+  try {
+    const decoder = new StringDecoder("utf8")
+    const buffer = Buffer.alloc(chunkBytes)
+    let pending = ""
+    let first = true
+    for (;;) {
+      const bytes = readSync(fd, buffer, 0, buffer.length, null)
+      let text = bytes === 0 ? decoder.end() : decoder.write(buffer.subarray(0, bytes))
+      if (first && text !== "") {
+        if (text.startsWith("\uFEFF")) text = text.slice(1)
+        first = false
+      }
+      // A long line spans chunks: its pieces are appended (cheap), and split only where "\n" is.
+      if (text.includes("\n")) {
+        const parts = text.split("\n")
+        parts[0] = pending + parts[0]!
+        pending = parts.pop()!
+        yield* parts
+      } else pending += text
+      if (bytes === 0) break
+    }
+    yield pending
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/** The items of memory.jsonl `file`, read line by line; stops at the first malformed line. */
+export const officialJsonlFileItems = (
+  file: string,
+): Iterable<Result.Result<OfficialJsonlItem | undefined, MalformedJsonlLine>> => decodeLines(fileLines(file))
 
 /** Reads memory.jsonl text as an Effect; all or nothing, failing with `MalformedJsonlLine`. */
 export const parseOfficialJsonl = (text: string): Effect.Effect<ParsedOfficialJsonl, MalformedJsonlLine> =>

@@ -1,10 +1,18 @@
 /**
- * Full-text search: FlexSearch inverted indexes per store and field, scored by BM25F.
+ * Full-text search: an inverted index per field, scored by BM25F.
  *
- * FlexSearch holds the postings (term → documents) of each (store, field); this module keeps
- * what BM25 needs beside them: each document's term frequencies per field (sorted term ids,
- * binary-searched), document frequencies and field lengths. Statistics are global over all
- * stores, so scores from different stores compare.
+ * Postings (term → documents) are one growable `Uint32Array` of document numbers per (field,
+ * term id), about 4 bytes a posting (a general-purpose engine such as FlexSearch, used before,
+ * cost about 1 KiB a document and most of a large index's load time). Beside them, what BM25
+ * needs: each document's term frequencies per field (sorted term ids, binary-searched), document
+ * frequencies and field lengths. Statistics are global over all stores, so scores from different
+ * stores compare.
+ *
+ * Removing a document leaves its postings in place (stale): a posting only suggests, and is
+ * confirmed by the document's own terms, so a stale posting (or a duplicate, when a number is
+ * reused for a document with the same term) never changes a result. When stale postings outnumber
+ * live ones (and `stalePostingsBeforeCompactMin`), every list is rebuilt from the documents' terms:
+ * amortised O(1) per posting.
  *
  *   score(d, q) = Σ_{t ∈ q} Σ_f idf(t) · w_f · tf·(k1+1) / (tf + k1·(1 − b + b·|d_f|/avg_f))
  *   idf(t)      = ln(1 + (N − df + 0.5) / (df + 0.5))
@@ -15,7 +23,6 @@
  * terms: scoring the 80,000 documents that say "error" would cost more than the query is worth.
  * The reference scan in the tests implements the same definition.
  */
-import { Index } from "flexsearch"
 import { TopK } from "./TopK.ts"
 
 /** The indexed fields and their BM25F weights. */
@@ -52,6 +59,10 @@ type DocumentTerms = Uint32Array
 
 /** Frequencies above this count as this (BM25 saturates long before). */
 export const termFrequencyMax = 65_535
+/** Stale postings are compacted away once they outnumber live ones and this. */
+export const stalePostingsBeforeCompactMin = 1 << 16
+/** A posting list's first capacity, in documents (lists grow by half again). */
+const postingsCapacityMin = 4
 
 /** Packs each field's term ids (in text order) into a `DocumentTerms`. */
 const packTerms = (fields: ReadonlyArray<ReadonlyArray<number>>): DocumentTerms => {
@@ -104,9 +115,18 @@ const termFrequency = (terms: DocumentTerms, f: number, id: number): number => {
   return 0
 }
 
-type FlexIndex = InstanceType<typeof Index>
+/** Decides, from the stale and live posting counts, whether the postings are rebuilt now. */
+export type CompactWhen = (stalePostings: number, livePostings: number) => boolean
 
-const splitTerms = (text: string): Array<string> => (text === "" ? [] : text.split(" "))
+/** Compact once stale postings outnumber live ones and `stalePostingsBeforeCompactMin`. */
+export const compactWhenStaleOutnumber: CompactWhen = (stale, live) =>
+  stale > Math.max(stalePostingsBeforeCompactMin, live)
+
+/** Per field: for each term id, its documents (the first `lengths[id]` entries are used). */
+interface FieldPostings {
+  lists: Array<Uint32Array | undefined>
+  lengths: Uint32Array
+}
 
 /** A full-text hit: a document number and its BM25F score. */
 export interface LexicalHit {
@@ -116,7 +136,19 @@ export interface LexicalHit {
 
 /** The full-text index over every store. */
 export class LexicalIndex {
-  private readonly flex = new Map<string, ReadonlyArray<FlexIndex>>()
+  /** When to compact, given stale and live postings (tests compact at every removal). */
+  private readonly compactWhen: CompactWhen
+
+  constructor(compactWhen: CompactWhen = compactWhenStaleOutnumber) {
+    this.compactWhen = compactWhen
+  }
+
+  private readonly postings: Array<FieldPostings> = fullTextFields.map(() => ({
+    lists: [],
+    lengths: new Uint32Array(1024),
+  }))
+  private livePostings = 0
+  private stalePostings = 0
   private readonly termIds = new Map<string, number>()
   private df: Int32Array = new Int32Array(1024)
   /** Per document number: its store and its term frequencies. */
@@ -127,7 +159,10 @@ export class LexicalIndex {
   // Per-query scratch, indexed by document number (reused: a query allocates nothing per document).
   private stamps = new Uint32Array(1024)
   private scores = new Float64Array(1024)
+  /** Per posting-list walk: documents already taken from this list (a reused number may be posted twice). */
+  private walked = new Uint32Array(1024)
   private queryStamp = 0
+  private walkStamp = 0
 
   /** Documents indexed. */
   get size(): number {
@@ -139,17 +174,6 @@ export class LexicalIndex {
     return this.termIds.size
   }
 
-  private indexesOf(store: string): ReadonlyArray<FlexIndex> {
-    let indexes = this.flex.get(store)
-    if (indexes === undefined) {
-      indexes = fullTextFields.map(
-        () => new Index({ tokenize: "strict", resolution: 1, fastupdate: true, encode: splitTerms }) as FlexIndex,
-      )
-      this.flex.set(store, indexes)
-    }
-    return indexes
-  }
-
   private termId(term: string): number {
     let id = this.termIds.get(term)
     if (id === undefined) {
@@ -159,21 +183,59 @@ export class LexicalIndex {
         const grown = new Int32Array(this.df.length * 2)
         grown.set(this.df)
         this.df = grown
+        for (const field of this.postings) {
+          const lengths = new Uint32Array(this.df.length)
+          lengths.set(field.lengths)
+          field.lengths = lengths
+        }
       }
     }
     return id
   }
 
+  private post(f: number, id: number, num: number): void {
+    const field = this.postings[f]!
+    const length = field.lengths[id]!
+    let list = field.lists[id]
+    if (list === undefined || length === list.length) {
+      const grown = new Uint32Array(Math.max(postingsCapacityMin, Math.ceil(length * 1.5)))
+      if (list !== undefined) grown.set(list)
+      list = grown
+      field.lists[id] = list
+    }
+    list[length] = num
+    field.lengths[id] = length + 1
+    this.livePostings++
+  }
+
+  /** Rebuilds every posting list from the documents' terms (dropping stale postings). */
+  private compact(): void {
+    for (const field of this.postings) {
+      field.lists = []
+      field.lengths.fill(0)
+    }
+    this.livePostings = 0
+    this.stalePostings = 0
+    this.documents.forEach((terms, num) => {
+      if (terms === undefined) return
+      fullTextFields.forEach((_, f) => {
+        const start = fieldStart(terms, f)
+        for (let i = start; i < start + terms[2 * f + 1]!; i++) this.post(f, terms[i]!, num)
+      })
+    })
+  }
+
   /** Indexes document `num` (which must not be indexed already) with its tokenized fields. */
   add(num: number, store: string, fieldTerms: ReadonlyArray<ReadonlyArray<string>>): void {
-    const indexes = this.indexesOf(store)
     const terms = packTerms(fieldTerms.map((field) => field.map((term) => this.termId(term))))
     const seen = new Set<number>()
     fieldTerms.forEach((field, f) => {
       this.totalLengths[f]! += field.length
-      if (terms[2 * f + 1]! > 0) indexes[f]!.add(num, [...new Set(field)].join(" "))
       const start = fieldStart(terms, f)
-      for (let i = start; i < start + terms[2 * f + 1]!; i++) seen.add(terms[i]!)
+      for (let i = start; i < start + terms[2 * f + 1]!; i++) {
+        seen.add(terms[i]!)
+        this.post(f, terms[i]!, num)
+      }
     })
     for (const id of seen) this.df[id]!++
     this.storeOf[num] = store
@@ -185,18 +247,46 @@ export class LexicalIndex {
   remove(num: number): void {
     const terms = this.documents[num]
     if (terms === undefined) return
-    const indexes = this.indexesOf(this.storeOf[num]!)
     const seen = new Set<number>()
     fullTextFields.forEach((_, f) => {
       const start = fieldStart(terms, f)
       for (let i = start; i < start + terms[2 * f + 1]!; i++) seen.add(terms[i]!)
       this.totalLengths[f]! -= terms[2 * f]!
-      if (terms[2 * f + 1]! > 0) indexes[f]!.remove(num)
+      this.livePostings -= terms[2 * f + 1]!
+      this.stalePostings += terms[2 * f + 1]!
     })
     for (const id of seen) this.df[id]!--
     this.documents[num] = undefined
     this.storeOf[num] = undefined
     this.count--
+    if (this.compactWhen(this.stalePostings, this.livePostings)) this.compact()
+  }
+
+  /**
+   * The documents of term `id` in field `f` that really hold it now (stale postings and
+   * duplicates skipped), in `stores` (all when undefined).
+   */
+  private postingsOf(f: number, id: number, stores: ReadonlySet<string> | undefined): Array<number> {
+    const field = this.postings[f]!
+    const list = field.lists[id]
+    const out: Array<number> = []
+    if (list === undefined) return out
+    const walked = this.walked
+    if (this.walkStamp === 0xffff_ffff) {
+      walked.fill(0) // the stamps wrap: start again
+      this.walkStamp = 0
+    }
+    const stamp = ++this.walkStamp
+    for (let i = 0; i < field.lengths[id]!; i++) {
+      const num = list[i]!
+      if (walked[num] === stamp) continue
+      walked[num] = stamp
+      const terms = this.documents[num]
+      if (terms === undefined || termFrequency(terms, f, id) === 0) continue
+      if (stores !== undefined && !stores.has(this.storeOf[num]!)) continue
+      out.push(num)
+    }
+    return out
   }
 
   /** Document frequency of `term` (0 when unknown). */
@@ -224,19 +314,15 @@ export class LexicalIndex {
     if (terms.length === 0 || n === 0) return []
     const selective = terms.filter((term) => !isCommonTerm(term.df, n))
     const finders = selective.length > 0 ? selective : terms
-    // Every (store, field) index, with the field it holds: a posting tells which field to score.
-    const indexes = (stores ?? [...this.flex.keys()]).flatMap((store) =>
-      (this.flex.get(store) ?? []).map((index, field) => ({ index, field })),
-    )
-    const postingsOf = (term: string) =>
-      indexes.map(({ index, field }) => ({
-        field,
-        nums: index.search(term, { limit: Number.MAX_SAFE_INTEGER }) as Array<number>,
-      }))
+    const storeSet = stores === undefined ? undefined : new Set(stores)
+    const postingsOf = (id: number) =>
+      fullTextFields.map((_, field) => ({ field, nums: this.postingsOf(field, id, storeSet) }))
     const size = this.documents.length
     if (this.stamps.length < size) {
       this.stamps = new Uint32Array(Math.max(1024, size * 2))
       this.scores = new Float64Array(this.stamps.length)
+      this.walked = new Uint32Array(this.stamps.length)
+      this.walkStamp = 0
     }
     const stamps = this.stamps
     const scores = this.scores
@@ -245,8 +331,8 @@ export class LexicalIndex {
     const rejected = ++this.queryStamp
     const candidates: Array<number> = []
     const finderPostings = new Map<string, Array<{ field: number; nums: Array<number> }>>()
-    for (const { term } of finders) {
-      const postings = postingsOf(term)
+    for (const { term, id } of finders) {
+      const postings = postingsOf(id)
       finderPostings.set(term, postings)
       for (const { nums } of postings)
         for (const num of nums) {
@@ -271,8 +357,7 @@ export class LexicalIndex {
     // the shorter of the term's postings and the candidate list.
     for (const term of terms) {
       const termIdf = idf(term.df, n)
-      const postings =
-        finderPostings.get(term.term) ?? (term.df < candidates.length ? postingsOf(term.term) : undefined)
+      const postings = finderPostings.get(term.term) ?? (term.df < candidates.length ? postingsOf(term.id) : undefined)
       if (postings === undefined) {
         for (const num of candidates) for (let f = 0; f < fullTextFields.length; f++) add(num, f, term.id, termIdf)
         continue

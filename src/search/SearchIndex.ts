@@ -7,7 +7,7 @@
  * `setVector` takes the content hash the vector was computed from and ignores it when the
  * document has changed since.
  */
-import { fullTextFields, LexicalIndex } from "./LexicalIndex.ts"
+import { type CompactWhen, fullTextFields, LexicalIndex } from "./LexicalIndex.ts"
 import {
   alignmentCandidates,
   alignmentWeights,
@@ -94,10 +94,15 @@ export class SearchIndex {
   private readonly byNum: Array<Entry | undefined> = []
   private readonly freeNums: Array<number> = []
   private readonly groups = new Map<string, Set<string>>()
-  private readonly lexical = new LexicalIndex()
+  private readonly lexical: LexicalIndex
   readonly vectors = new VectorIndex()
   /** Documents embedded without a vector (no word the model knows): not pending, nothing to find by meaning. */
   private readonly withoutVector = new Set<number>()
+
+  /** `compactWhen`: when the full-text postings are rebuilt (LexicalIndex; tests compact often). */
+  constructor(compactWhen?: CompactWhen) {
+    this.lexical = new LexicalIndex(compactWhen)
+  }
 
   get size(): number {
     return this.byId.size

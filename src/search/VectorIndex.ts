@@ -3,10 +3,13 @@
  *
  * Vectors live in one Float32Array slab indexed by document number. Up to `exactVectorsMax`
  * vectors, a query is an exact scan in JavaScript (a few milliseconds at most, and the same
- * arithmetic as the reference scan in the tests). Above it, an HNSW index (usearch, holding its
- * copy of the vectors in half precision) finds the candidates; while that index is still being
- * built (after a restart), usearch's SIMD exact search does. Either way each candidate's
- * similarity is computed again from the slab, as the exact scan computes it.
+ * arithmetic as the reference scan in the tests). Above it, usearch's SIMD exact search over the
+ * slab finds the candidates (about 5 ms a query per 100,000 100-d vectors on one core). Only from
+ * `annVectorsMin` on is an HNSW index (usearch, its copy of the vectors in half precision) built,
+ * in the background; it is not persisted, so below that size it would cost every start a minute
+ * or more of CPU (about 80 s for the 220,000 documents of the footprint benchmark's 100,000
+ * records, on a 2-core EPYC) to save a few milliseconds a query. Either way each candidate's similarity is computed again from the slab,
+ * as the exact scan computes it.
  * Filters are applied to an oversampled candidate list; when too few candidates survive a
  * selective filter, the filtered documents are scanned exactly instead.
  */
@@ -28,6 +31,8 @@ const usearch = (): Usearch => {
 
 /** Below this many vectors, queries scan exactly. */
 export const exactVectorsMax = 10_000
+/** From this many vectors on, an HNSW index is built (below it, usearch's exact search answers). */
+export const annVectorsMin = 400_000
 /** HNSW parameters: graph degree and beam widths (recall ≈ 0.99 on 100-d text vectors). */
 export const annConnectivity = 16
 export const annExpansionAdd = 64
@@ -56,6 +61,13 @@ export const dot = (a: Float32Array, aOffset: number, b: Float32Array): number =
 
 /** The vectors of every document that has one. */
 export class VectorIndex {
+  /** `annVectorsMin`: when an HNSW index is worth building (tests lower it). */
+  private readonly annMin: number
+
+  constructor(annMin: number = annVectorsMin) {
+    this.annMin = annMin
+  }
+
   private slab: Float32Array = new Float32Array(0)
   private present: Uint8Array = new Uint8Array(0)
   /** Set by the first vector (0 until then): the model decides it. */
@@ -112,7 +124,7 @@ export class VectorIndex {
     this.present[num] = 1
     this.slab.set(vector, num * this.dimensions)
     this.highest = Math.max(this.highest, num)
-    if (this.ann !== undefined || this.count > exactVectorsMax) this.annBacklog.add(num)
+    if (this.ann !== undefined || this.count >= this.annMin) this.annBacklog.add(num)
   }
 
   /** Removes the vector of `num`. */
@@ -127,7 +139,7 @@ export class VectorIndex {
 
   /**
    * Moves vectors into the HNSW index, chunk by chunk for up to `annBuildSliceMs` (creating it once
-   * the collection passes `exactVectorsMax`); returns how many are still waiting. Until none wait,
+   * the collection reaches `annVectorsMin`); returns how many are still waiting. Until none wait,
    * searches use usearch's exact search, so a backlog costs search time, never results.
    */
   buildAnnStep(): number {
@@ -140,7 +152,7 @@ export class VectorIndex {
   /** Moves up to `annBuildChunkVectors` vectors into the HNSW index; returns how many still wait. */
   private addAnnChunk(): number {
     if (this.ann === undefined) {
-      if (this.count <= exactVectorsMax) return 0
+      if (this.count < this.annMin) return 0
       this.ann = new (usearch().Index)({
         dimensions: this.dimensions,
         metric: "ip" as MetricKind,

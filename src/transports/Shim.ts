@@ -44,6 +44,11 @@ export const reconnectDelayMsMin = 100
 export const reconnectDelayMsMax = 5000
 /** How long to wait for a daemon this shim started to answer /ping. */
 export const daemonStartTimeoutMs = 20_000
+/**
+ * How often a shim that started a daemon asks it for /ping: a refused connection costs well under a
+ * millisecond, and every poll period is added, half of it on average, to the first answer.
+ */
+export const daemonStartPollMs = 10
 /** Most characters of a refusal's body repeated on stderr and to the client. */
 const refusalCharsMax = 1024
 /** Close codes of an orderly end (normal, going away, none, abnormal): not worth a line on stderr. */
@@ -223,7 +228,7 @@ export const runShim = async (config: ShimConfig): Promise<void> => {
     while (Date.now() < deadline && !closed) {
       const ready = await ping(wanted.host, wanted.port)
       if (ready !== undefined && ready.dataDir === config.dataDir) return wanted
-      await sleep(100)
+      await sleep(daemonStartPollMs)
     }
     return undefined
   }

@@ -14,7 +14,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { KnowledgeGraph } from "../../src/graph/Model.ts"
 import {
   decodeOfficialJsonl,
+  fileLines,
   MalformedJsonlLine,
+  officialJsonlFileItems,
   parseOfficialJsonl,
   serializeOfficialJsonl,
 } from "../../src/graph/OfficialJsonl.ts"
@@ -148,6 +150,50 @@ describe("decodeOfficialJsonl", () => {
       ),
       { numRuns: 300 },
     )
+  })
+})
+
+describe("reading a file line by line", () => {
+  const directory = mkdtempSync(join(tmpdir(), "mnemos-jsonl-lines-"))
+  afterAll(() => rmSync(directory, { recursive: true, force: true }))
+  const file = join(directory, "memory.jsonl")
+
+  it("yields the lines of splitting the whole text, whatever the chunk boundaries cut (multi-byte characters, BOM)", () => {
+    fc.assert(
+      fc.property(
+        fc.boolean(),
+        fc.array(fc.oneof(fc.string({ unit: "grapheme", maxLength: 8 }), fc.constant("\n"), fc.constant("é€😀")), {
+          maxLength: 30,
+        }),
+        fc.integer({ min: 1, max: 9 }),
+        (bom, pieces, chunkBytes) => {
+          const text = pieces.join("")
+          writeFileSync(file, (bom ? "\uFEFF" : "") + text)
+          expect([...fileLines(file, chunkBytes)]).toEqual(text.split("\n"))
+        },
+      ),
+      { numRuns: 300 },
+    )
+  })
+
+  it("decodes a file as decodeOfficialJsonl decodes its text, stopping at the first malformed line", () => {
+    const good = '{"type":"entity","name":"A","entityType":"t","observations":["ü"]}'
+    writeFileSync(
+      file,
+      [good, "", '{"type":"other"}', '{"type":"relation","from":"A","to":"B","relationType":"r"}'].join("\n"),
+    )
+    const items = [...officialJsonlFileItems(file)].map((item) => (Result.isSuccess(item) ? item.success : "failure"))
+    expect(items).toEqual([
+      { _tag: "Entity", entity: { name: "A", entityType: "t", observations: ["ü"] } },
+      undefined,
+      { _tag: "Ignored", line: 3 },
+      { _tag: "Relation", relation: { from: "A", to: "B", relationType: "r" } },
+    ])
+    writeFileSync(file, [good, "{bad", good].join("\n"))
+    const failed = [...officialJsonlFileItems(file)]
+    expect(failed.length).toBe(2)
+    const last = failed[1]!
+    expect(Result.isFailure(last) && last.failure.line).toBe(2)
   })
 })
 

@@ -1,6 +1,7 @@
 /**
  * The search index answers exactly what a brute-force scan answers, after any sequence of
- * creates, updates and deletes (property test on random corpora), and its timeline equals a sort.
+ * creates, updates and deletes (property test on random corpora; the full-text postings compacted
+ * at once or never), and its timeline equals a sort.
  */
 import fc from "fast-check"
 import { assert, describe, it } from "vitest"
@@ -92,8 +93,10 @@ describe("SearchIndex", () => {
         fc.array(documentDraft, { minLength: 5, maxLength: 5 }),
         fc.array(operation, { maxLength: 25 }),
         fc.array(queryArbitrary, { minLength: 1, maxLength: 8 }),
-        (pool, operations, queries) => {
-          const index = new SearchIndex()
+        // Compacting the postings at every removal, or (as in production) never at this size.
+        fc.boolean(),
+        (pool, operations, queries, compactAlways) => {
+          const index = new SearchIndex(compactAlways ? (stale) => stale > 0 : undefined)
           const groups = new Map<string, Array<SearchDocument>>()
           const vectors = new Map<string, { text: string; vector: Float32Array }>()
           for (const op of operations) {

@@ -1,10 +1,11 @@
 /**
  * Nearest neighbours above the exact-scan bound: usearch's exact search while the HNSW index is
  * being built, then the HNSW index itself, both checked against a brute-force scan; a selective
- * filter falls back to an exact scan and is exact again. Small dimensions keep it quick.
+ * filter falls back to an exact scan and is exact again. Small dimensions keep it quick. Below
+ * `annVectorsMin` no HNSW index is built at all: the exact search answers.
  */
 import { assert, describe, it } from "vitest"
-import { exactVectorsMax, VectorIndex } from "../../src/search/VectorIndex.ts"
+import { annVectorsMin, exactVectorsMax, VectorIndex } from "../../src/search/VectorIndex.ts"
 
 const dimensions = 16
 const random = (() => {
@@ -23,7 +24,7 @@ const unit = () => {
 describe("VectorIndex above the exact-scan bound", () => {
   const count = exactVectorsMax + 500
   const vectors = Array.from({ length: count }, unit)
-  const index = new VectorIndex()
+  const index = new VectorIndex(exactVectorsMax)
   vectors.forEach((vector, num) => {
     index.set(num, vector)
   })
@@ -99,5 +100,33 @@ describe("VectorIndex above the exact-scan bound", () => {
     assert.strictEqual(index.search(replaced, () => true, 1, -1, byNum)[0]!.num, 42)
     assert.strictEqual(index.search(added, () => true, 1, -1, byNum)[0]!.num, count)
     assert.notStrictEqual(index.search(vectors[42]!, () => true, 1, -1, byNum)[0]!.num, 42)
+  })
+})
+
+describe("VectorIndex below the HNSW bound", () => {
+  it("builds no HNSW index and answers exactly by usearch's exact search", () => {
+    const count = exactVectorsMax + 200
+    assert.isBelow(count, annVectorsMin)
+    const vectors = Array.from({ length: count }, unit)
+    const index = new VectorIndex()
+    vectors.forEach((vector, num) => {
+      index.set(num, vector)
+    })
+    assert.strictEqual(index.buildAnnStep(), 0)
+    assert.isFalse(index.annReady)
+    assert.strictEqual(index.annBacklogSize, 0)
+    const byNum = (a: number, b: number) => a - b
+    for (let q = 0; q < 10; q++) {
+      const query = unit()
+      const expected = vectors
+        .map((vector, num) => ({ num, similarity: vector.reduce((sum, value, i) => sum + value * query[i]!, 0) }))
+        .sort((a, b) => b.similarity - a.similarity || a.num - b.num)
+        .slice(0, 5)
+        .map((hit) => hit.num)
+      assert.deepStrictEqual(
+        index.search(query, () => true, 5, -1, byNum).map((hit) => hit.num),
+        expected,
+      )
+    }
   })
 })
