@@ -195,6 +195,11 @@ export const makeStore = <Command, Event, Reply, Failure>(
     const checkpointNow = (incarnation: Incarnation) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => kernel.checkpoint(incarnation, now))
 
+    const isDiskFull = (cause: Cause.Cause<unknown>) => {
+      const error = Cause.squash(cause)
+      return error instanceof WalError && error.reason === "DiskFull"
+    }
+
     const backoff = (failures: number) =>
       Effect.sleep(
         Duration.millis(
@@ -340,7 +345,11 @@ export const makeStore = <Command, Event, Reply, Failure>(
           kernel.noteFailure(cause)
           lastError = describeCause(cause)
           inFlightCause = lastError
-          consecutiveFailures = committedSinceOpen ? 1 : consecutiveFailures + 1
+          // A full disk is a state, not a fault that repeats: the store is degraded until space
+          // returns (writes refused at once), so it neither backs off longer nor fails fast — the
+          // batch that found it is rolled back and answered at once, however often space flaps.
+          const diskFull = isDiskFull(cause)
+          consecutiveFailures = committedSinceOpen || diskFull ? 1 : consecutiveFailures + 1
           committedSinceOpen = false
           counted = consecutiveFailures >= options.failFastAfterRestarts
           if (counted) break

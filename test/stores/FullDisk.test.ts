@@ -80,7 +80,11 @@ describe("a full disk under the daemon", () => {
           ],
         },
         30_000,
-      )
+      ).catch((error: Error) => {
+        throw new Error(
+          `write ${index} got no answer (${error.message}); the daemon said:\n${daemon.output().slice(-4000)}`,
+        )
+      })
       if (result.isError) refusal = result.text
       else acknowledged.push(name)
     }
