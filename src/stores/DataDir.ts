@@ -185,7 +185,8 @@ const takeoverAttemptsMax = 20
 export const tornLockAgeMs = 10_000
 const takeoverFileName = `${lockFileName}.takeover`
 
-const isAlive = (pid: number): boolean => {
+/** Whether process `pid` exists (on this host); one owned by another user exists too. */
+export const isAlive = (pid: number): boolean => {
   try {
     process.kill(pid, 0)
     return true

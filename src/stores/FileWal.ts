@@ -38,7 +38,7 @@ import {
   batchEndFlag,
   batchStartFlag,
   decodeSegmentHeader,
-  encodeRecordInto,
+  encodeBatch,
   encodeSegmentHeader,
   parseSegmentFileName,
   payloadLength,
@@ -474,19 +474,7 @@ const makeLocalWal = Effect.fnUntraced(function* (init: {
       const offset = segment.size
       segment.size += byteCount
       nextSeq += entries.length
-      const buffer = Buffer.allocUnsafe(byteCount)
-      let end = 0
-      for (let index = 0; index < entries.length; index++) {
-        const entry = entries[index]!
-        const flags = (index === entries.length - 1 ? batchEndFlag : 0) | (index === 0 ? batchStartFlag : 0)
-        end = encodeRecordInto(buffer, end, {
-          seq: firstSeq + index,
-          salt,
-          type: entry.type,
-          flags,
-          payload: entry.payload,
-        })
-      }
+      const buffer = encodeBatch(entries, firstSeq, salt, byteCount)
       const written = yield* file.queueDurable(offset, buffer)
       lastQueued = written
       appends++

@@ -43,7 +43,7 @@ import {
 import {
   batchEndFlag,
   batchStartFlag,
-  encodeRecordInto,
+  encodeBatch,
   payloadLength,
   readRecordAt,
   recordHeaderBytes,
@@ -374,19 +374,7 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
         )
       }
       const firstSeq = nextSeq
-      const buffer = Buffer.allocUnsafe(byteCount)
-      let end = 0
-      for (let index = 0; index < entries.length; index++) {
-        const entry = entries[index]!
-        const flags = (index === entries.length - 1 ? batchEndFlag : 0) | (index === 0 ? batchStartFlag : 0)
-        end = encodeRecordInto(buffer, end, {
-          seq: firstSeq + index,
-          salt,
-          type: entry.type,
-          flags,
-          payload: entry.payload,
-        })
-      }
+      const buffer = encodeBatch(entries, firstSeq, salt, byteCount)
       const lastSeq = firstSeq + entries.length - 1
       nextSeq = lastSeq + 1
       const msgId = `${runId}.${store}.${++counter}`
@@ -398,7 +386,7 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
       const done = Deferred.makeUnsafe<Appended, WalError>()
       let payloadBytes = 0
       for (const entry of entries) payloadBytes += payloadLength(entry.payload)
-      publish(buffer.subarray(0, end), msgId, expect).then(
+      publish(buffer, msgId, expect).then(
         (ack) => {
           inFlight.splice(inFlight.indexOf(own), 1)
           position = ack.seq
@@ -567,26 +555,21 @@ export const publishSnapshot = async (
   let chunkBytes = 2
   const send = async () => {
     if (records.length === 0) return
-    const buffer = Buffer.allocUnsafe(recordsBytes)
-    let end = 0
-    for (let index = 0; index < records.length; index++) {
-      const flags = (index === 0 ? batchStartFlag : 0) | (index === records.length - 1 ? batchEndFlag : 0)
-      end = encodeRecordInto(buffer, end, {
-        seq: seq++,
-        salt,
-        type: snapshotRecordType,
-        flags,
-        payload: records[index]!,
-      })
-    }
+    const buffer = encodeBatch(
+      records.map((payload) => ({ type: snapshotRecordType, payload })),
+      seq,
+      salt,
+      recordsBytes,
+    )
+    seq += records.length
     const msgId = `${runId}.${++messages}`
-    await nats.jetstream.publish(subject, buffer.subarray(0, end), {
+    await nats.jetstream.publish(subject, buffer, {
       msgID: msgId,
       expect: lastMsgId === undefined ? { lastSequence: 0 } : { lastMsgID: lastMsgId },
       timeout: publishRetryForMs,
     })
     lastMsgId = msgId
-    bytes += end
+    bytes += buffer.length
     records = []
     recordsBytes = 0
   }

@@ -111,6 +111,33 @@ export const encodeRecordInto = (
 }
 
 /** The result of reading one record at an offset. */
+/**
+ * Encodes `entries` as one batch: sequences from `firstSeq`, the start flag on the first record and
+ * the end flag on the last. `byteCount` is the batch's size (headers and payloads); every log
+ * writes its batches with this, so a batch reads back the same from a file or a stream.
+ */
+export const encodeBatch = (
+  entries: ReadonlyArray<{ readonly type: number; readonly payload: Uint8Array | string }>,
+  firstSeq: number,
+  salt: number,
+  byteCount: number,
+): Buffer => {
+  const buffer = Buffer.allocUnsafe(byteCount)
+  let end = 0
+  for (let index = 0; index < entries.length; index++) {
+    const entry = entries[index]!
+    const flags = (index === entries.length - 1 ? batchEndFlag : 0) | (index === 0 ? batchStartFlag : 0)
+    end = encodeRecordInto(buffer, end, {
+      seq: firstSeq + index,
+      salt,
+      type: entry.type,
+      flags,
+      payload: entry.payload,
+    })
+  }
+  return buffer.subarray(0, end)
+}
+
 export type RecordRead =
   | { readonly _tag: "Record"; readonly record: WalRecord; readonly salt: number; readonly end: number }
   | { readonly _tag: "Short" }

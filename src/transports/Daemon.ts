@@ -9,6 +9,7 @@ import { chmodSync, existsSync, readFileSync, rmSync } from "node:fs"
 import { request } from "node:http"
 import { join } from "node:path"
 import { writeFileAtomic } from "../cli/AtomicFile.ts"
+import { isAlive } from "../stores/DataDir.ts"
 
 /** The daemon's default port; UDP telemetry listens on the next one. */
 export const defaultPort = 7437
@@ -82,17 +83,8 @@ export const pingAliveTimeoutMs = 15_000
  */
 export const pingDaemon = async (info: DaemonInfo): Promise<PingAnswer | undefined> => {
   const answer = await ping(info.host, info.port)
-  if (answer !== undefined || !processAlive(info.pid)) return answer
+  if (answer !== undefined || !isAlive(info.pid)) return answer
   return ping(info.host, info.port, pingAliveTimeoutMs)
-}
-
-const processAlive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM"
-  }
 }
 
 /** GET /ping on host:port; undefined when nothing (or not mnemos) answers in time. */

@@ -10,7 +10,6 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { type NatsCluster, startNatsCluster } from "../support/NatsCluster.ts"
 import {
-  authHeaders,
   callTool,
   cleanup,
   connectClient,
@@ -30,8 +29,8 @@ afterAll(async () => {
   await cluster?.stop()
 })
 
-const clientOf = (daemon: DaemonProcess): Promise<Client> =>
-  connectClient("streamable-http", daemon.url, { headers: authHeaders(daemon.dataDir) })
+/** A client of `daemon` (with its data directory's token, as connectClient sends it). */
+const clientOf = (daemon: DaemonProcess): Promise<Client> => connectClient("streamable-http", daemon.url)
 
 const names = async (client: Client): Promise<ReadonlyArray<string>> => {
   const graph = await callTool(client, "read_graph", {})

@@ -13,7 +13,6 @@ import type { StoreHealth } from "../../src/actors/StoreActor.ts"
 import { type NatsCluster, startNatsCluster } from "../support/NatsCluster.ts"
 import {
   apiGet,
-  authHeaders,
   callTool,
   cleanup,
   connectClient,
@@ -40,8 +39,8 @@ const natsArgs = (prefix: string, first: number) => [
   prefix,
 ]
 
-const clientOf = (daemon: DaemonProcess): Promise<Client> =>
-  connectClient("streamable-http", daemon.url, { headers: authHeaders(daemon.dataDir) })
+/** A client of `daemon` (with its data directory's token, as connectClient sends it). */
+const clientOf = (daemon: DaemonProcess): Promise<Client> => connectClient("streamable-http", daemon.url)
 
 interface Graph {
   readonly entities: ReadonlyArray<{ readonly name: string; readonly observations: ReadonlyArray<string> }>
