@@ -199,7 +199,7 @@ const underLoad = async (seconds: number, writesPerSecond: number) => {
               ),
             )
           }
-          const health = indexer.health()
+          const health = yield* indexer.health
           lagSamples.push(health.lastLagMs)
           eventLagSamples.push(health.lagEvents)
           yield* Effect.sleep(Duration.millis(tickMs))
@@ -208,11 +208,11 @@ const underLoad = async (seconds: number, writesPerSecond: number) => {
         const writeSeconds = ((yield* Clock.currentTimeMillis) - started) / 1000
         const offeredPerSecond = written / seconds
         const stopped = yield* Clock.currentTimeMillis
-        while (indexer.health().lagEvents > 0 || indexer.health().pendingEmbeddings > 0)
+        while (((health) => health.lagEvents > 0 || health.pendingEmbeddings > 0)(yield* indexer.health))
           yield* Effect.sleep(Duration.millis(5))
         yield* indexer.sync
         const catchUpMs = (yield* Clock.currentTimeMillis) - stopped
-        const health = indexer.health()
+        const health = yield* indexer.health
         // Tokens: mem-search (compact index) vs mem-details for the same records.
         const search = searchTools.find((tool) => tool.definition.name === "mem-search")!
         const details = searchTools.find((tool) => tool.definition.name === "mem-details")!

@@ -22,7 +22,11 @@ const external = Object.keys(dependencies)
 
 rmSync("dist/bundle", { recursive: true, force: true })
 const result = await build({
-  entryPoints: { cli: "src/cli.ts", EmbedderWorker: "src/search/EmbedderWorker.ts" },
+  entryPoints: {
+    cli: "src/cli.ts",
+    EmbedderWorker: "src/search/EmbedderWorker.ts",
+    SearchWorker: "src/search/SearchWorker.ts",
+  },
   outdir: "dist/bundle",
   bundle: true,
   splitting: true,

@@ -19,7 +19,7 @@ import { recordState } from "./engineering/RecordState.ts"
 import * as GraphSearch from "./graph/GraphSearch.ts"
 import { graphState } from "./graph/GraphState.ts"
 import { graphStore } from "./graph/GraphStore.ts"
-import * as Embedder from "./search/Embedder.ts"
+import type { EncoderConfig } from "./search/EncoderLoader.ts"
 import * as SearchIndexer from "./search/Indexer.ts"
 import { searchSources } from "./search/SearchSources.ts"
 import { DataDirError, lockDataDir } from "./stores/DataDir.ts"
@@ -49,8 +49,14 @@ export interface EngineConfig {
   readonly command: string
   readonly stores?: ReadonlyArray<AnyStoreDefinition>
   readonly storeOptions?: Partial<Omit<StoreOptions, "dir">>
-  /** Search: embedding model and worker (defaults: the static GloVe model, batches in a worker). */
-  readonly search?: Omit<Embedder.EmbedderConfig, "dataDir">
+  /**
+   * Search: the embedding model (default: the static GloVe model) and whether the index runs in a
+   * worker thread of its own (default true; false runs it on the main thread, same protocol).
+   */
+  readonly search?: {
+    readonly model?: EncoderConfig
+    readonly thread?: boolean
+  }
   /** A shared memory: every store's log is a JetStream stream on these NATS servers (docs/scaling.md). */
   readonly nats?: NatsSettings
 }
@@ -117,9 +123,12 @@ export const storesLayer = (config: Omit<EngineConfig, "search">) => {
 /** The engine's services: the router (with its stores), the event bus and the graph search. */
 export const layer = (config: EngineConfig) => {
   const core = storesLayer(config)
-  const search = SearchIndexer.layer({ sources: searchSources, dataDir: config.dataDir }).pipe(
-    Layer.provide(Embedder.layer({ ...config.search, dataDir: config.dataDir })),
-  )
+  const search = SearchIndexer.layer({
+    sources: searchSources,
+    dataDir: config.dataDir,
+    ...(config.search?.model !== undefined ? { embedder: { model: config.search.model } } : {}),
+    ...(config.search?.thread !== undefined ? { thread: config.search.thread } : {}),
+  })
   // A shared memory's daemons say they are there (the dashboard's panel); loaded only for one.
   const presence =
     config.nats === undefined

@@ -27,10 +27,9 @@
  * aligns, so it does not load it.
  */
 import { existsSync } from "node:fs"
-import { createRequire } from "node:module"
 import { dirname, join } from "node:path"
-import { fileURLToPath, pathToFileURL } from "node:url"
-import { Worker } from "node:worker_threads"
+import { fileURLToPath } from "node:url"
+import type { Worker } from "node:worker_threads"
 import { Context, Duration, Effect, Layer, Option, Schema, type Scope } from "effect"
 import type { WorkerReply, WorkerRequest } from "./EmbedderWorker.ts"
 import { type EncoderConfig, encoderIdOf, loadEncoder } from "./EncoderLoader.ts"
@@ -38,6 +37,7 @@ import { defaultVocabularySize } from "./GloveSource.ts"
 import type { SentenceEncoder } from "./SentenceEncoder.ts"
 import { isStaticModelCurrent } from "./StaticModelManifest.ts"
 import type { TermAligner } from "./TermAlignment.ts"
+import { startModuleWorker } from "./WorkerModule.ts"
 
 /** The embedder failed: the model could not load, or a run failed. */
 export class EmbedderError extends Schema.TaggedError<EmbedderError>()("EmbedderError", {
@@ -166,19 +166,9 @@ export const staticInlineBatchMax = 128
 /** An unused batch worker is closed after a minute. */
 export const defaultWorkerIdleMs = 60_000
 
-/** Starts a worker running `EmbedderWorker` for `config`; from source, through tsx's loader. */
-const startWorker = (config: EncoderConfig | { readonly build: string }): Worker => {
-  const here = fileURLToPath(import.meta.url)
-  if (here.endsWith(".js")) return new Worker(new URL("./EmbedderWorker.js", import.meta.url), { workerData: config })
-  const tsxApi = pathToFileURL(
-    createRequire(import.meta.url)
-      .resolve("tsx/esm/api")
-      .replace(/\.cjs$/, ".mjs"),
-  ).href
-  const target = new URL("./EmbedderWorker.ts", import.meta.url).href
-  const code = `(async () => { const { register } = await import(${JSON.stringify(tsxApi)}); register(); await import(${JSON.stringify(target)}) })()`
-  return new Worker(code, { eval: true, workerData: config })
-}
+/** Starts a worker running `EmbedderWorker` for `config`. */
+const startWorker = (config: EncoderConfig | { readonly build: string }): Worker =>
+  startModuleWorker(import.meta.url, "EmbedderWorker", config)
 
 /** How long a worker may take to release its model and exit before it is terminated. */
 const workerCloseTimeoutMs = 5_000

@@ -93,9 +93,34 @@ export interface SearchFilter {
   /** Inclusive bounds on `at`, ms since the epoch. */
   readonly since?: number | undefined
   readonly until?: number | undefined
-  /** A further condition on the document (e.g. mem-search's seed event types: a message's role). */
-  readonly matches?: ((document: SearchDocument) => boolean) | undefined
+  /** One of seed 000's event types (a message's role, a tool record, an insight); see `seedEventTypes`. */
+  readonly eventType?: SeedEventType | undefined
 }
+
+/** Message kinds that record something learned rather than said (seed 000's insights). */
+const insightMessageKinds: ReadonlySet<unknown> = new Set(["semantic", "procedure", "preference", "summary"])
+/** Record types that record something learned. */
+const insightRecordKinds: ReadonlySet<string> = new Set(["adr", "error_fix", "session_summary"])
+const isMessage = (document: SearchDocument) => document.kind === "message"
+
+/**
+ * Seed 000's event types over mnemos's records: a user's turn, an assistant's turn, a tool call or
+ * result kept in a conversation (a message with a `tool_call_id`), and what was learned. (Filters
+ * are data, not functions: they cross to the search thread as structured clones.)
+ */
+export const seedEventTypes = {
+  prompt: (document: SearchDocument) => isMessage(document) && document.fields?.role === "user",
+  response: (document: SearchDocument) => isMessage(document) && document.fields?.role === "assistant",
+  tool: (document: SearchDocument) => isMessage(document) && typeof document.fields?.tool_call_id === "string",
+  insight: (document: SearchDocument) =>
+    isMessage(document) ? insightMessageKinds.has(document.fields?.memory_kind) : insightRecordKinds.has(document.kind),
+} satisfies Record<string, (document: SearchDocument) => boolean>
+
+/** A seed 000 event type. */
+export type SeedEventType = keyof typeof seedEventTypes
+
+/** True when `name` is one of seed 000's event types. */
+export const isSeedEventType = (name: string): name is SeedEventType => Object.hasOwn(seedEventTypes, name)
 
 /** True when `document` passes `filter`. */
 export const passes = (filter: SearchFilter, document: SearchDocument): boolean =>
@@ -105,7 +130,7 @@ export const passes = (filter: SearchFilter, document: SearchDocument): boolean 
   (filter.session === undefined || document.session === filter.session) &&
   (filter.since === undefined || document.at >= filter.since) &&
   (filter.until === undefined || document.at <= filter.until) &&
-  (filter.matches === undefined || filter.matches(document))
+  (filter.eventType === undefined || seedEventTypes[filter.eventType](document))
 
 const rankPart = (weight: number, rank: number | undefined) =>
   rank === undefined || weight === 0 ? 0 : (weight * (rrfK + 1)) / (rrfK + rank)

@@ -14,7 +14,7 @@ import { currentGen } from "../conversations/Generations.ts"
 import { readStored } from "../conversations/MessageState.ts"
 import { projectNameBytesMax } from "../graph/Model.ts"
 import { type SearchHealth, SearchIndexer, type SearchRequest } from "../search/Indexer.ts"
-import { type SearchHit, type SearchMode, searchModes } from "../search/Ranking.ts"
+import { isSeedEventType, type SearchHit, type SearchMode, searchModes } from "../search/Ranking.ts"
 import type { SearchDocument } from "../search/SearchDocument.ts"
 import type { Timeline } from "../search/SearchIndex.ts"
 import { inputSchemaOf, makeTool, type Tool, type ToolCaller, ToolError, type ToolOutput } from "./Tool.ts"
@@ -373,30 +373,6 @@ const tool = <Args>(
     run,
   })
 
-/** Message kinds that record something learned rather than said (seed 000's insights). */
-const insightMessageKinds: ReadonlySet<unknown> = new Set(["semantic", "procedure", "preference", "summary"])
-/** Record types that record something learned. */
-const insightRecordKinds: ReadonlySet<string> = new Set(["adr", "error_fix", "session_summary"])
-const isMessage = (document: SearchDocument) => document.kind === "message"
-
-/**
- * Seed 000's event types over mnemos's records: a user's turn, an assistant's turn, a tool call or
- * result kept in a conversation (a message with a `tool_call_id`), and what was learned. Any other
- * `eventType` names a record type (`kind`) as it is.
- */
-export const seedEventTypes: ReadonlyMap<string, (document: SearchDocument) => boolean> = new Map([
-  ["prompt", (document: SearchDocument) => isMessage(document) && document.fields?.role === "user"],
-  ["response", (document: SearchDocument) => isMessage(document) && document.fields?.role === "assistant"],
-  ["tool", (document: SearchDocument) => isMessage(document) && typeof document.fields?.tool_call_id === "string"],
-  [
-    "insight",
-    (document: SearchDocument) =>
-      isMessage(document)
-        ? insightMessageKinds.has(document.fields?.memory_kind)
-        : insightRecordKinds.has(document.kind),
-  ],
-])
-
 /** mem-search's `topK` as seed 000 reads it: missing or below 1 is the default, above the max the max. */
 export const memSearchLimit = (topK: number | undefined): number =>
   topK === undefined || topK < 1 ? memSearchTopKDefault : Math.min(Math.floor(topK), memSearchTopKMax)
@@ -419,8 +395,9 @@ const memSearch = tool(
         filter: {
           projects: [args.project ?? caller.project],
           stores: args.store === undefined ? undefined : [args.store],
-          kinds: args.eventType === undefined || seedEventTypes.has(args.eventType) ? undefined : [args.eventType],
-          matches: args.eventType === undefined ? undefined : seedEventTypes.get(args.eventType),
+          // Any other `eventType` names a record type (`kind`) as it is.
+          kinds: args.eventType === undefined || isSeedEventType(args.eventType) ? undefined : [args.eventType],
+          eventType: args.eventType !== undefined && isSeedEventType(args.eventType) ? args.eventType : undefined,
           session: args.sessionId,
           since: parseTime(args.since),
           until: parseTime(args.until),
@@ -529,7 +506,7 @@ const memStats = tool(
   Schema.Struct({}),
   () =>
     Effect.gen(function* () {
-      const health = (yield* SearchIndexer).health()
+      const health = yield* (yield* SearchIndexer).health
       return { structured: { ...health }, text: formatStats(health) }
     }),
 )

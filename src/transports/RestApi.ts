@@ -154,7 +154,7 @@ const stats = (telemetry: Telemetry["Service"] | undefined) =>
       projects,
       stores: router.health(),
       search: search.stats(),
-      omniSearch: (yield* SearchIndexer).health(),
+      omniSearch: yield* (yield* SearchIndexer).health,
       privacy: privacyStats(),
       ...(telemetry !== undefined ? { telemetry: yield* telemetry.stats } : {}),
     }

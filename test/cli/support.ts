@@ -102,7 +102,7 @@ export const openTestEngine = async (dir: string, options: { readonly clientId?:
   const scope = Effect.runSync(Scope.make())
   const context = (await Effect.runPromise(
     Layer.buildWithScope(
-      Layer.fresh(Engine.layer({ dataDir: dir, command: "mnemos test", search: { worker: false } })),
+      Layer.fresh(Engine.layer({ dataDir: dir, command: "mnemos test", search: { thread: false } })),
       scope,
     ),
   )) as Context.Context<SessionServices>

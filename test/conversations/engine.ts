@@ -28,6 +28,5 @@ export const openEngine = (dir: string = tempDir(), stores?: ReadonlyArray<AnySt
   openEngineClient(dir, {
     clientName: "conversations-test",
     clientVersion: "0",
-    search: { worker: false },
     ...(stores !== undefined ? { stores } : {}),
   })

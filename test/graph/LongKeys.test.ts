@@ -46,7 +46,7 @@ describe("long store keys containing U+0000", () => {
     const scope = Effect.runSync(Scope.make())
     const context = (await Effect.runPromise(
       Layer.buildWithScope(
-        Layer.fresh(Engine.layer({ dataDir: dir, command: "test", search: { worker: false } })),
+        Layer.fresh(Engine.layer({ dataDir: dir, command: "test", search: { thread: false } })),
         scope,
       ),
     )) as Context.Context<SessionServices>

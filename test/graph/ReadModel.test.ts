@@ -91,7 +91,7 @@ describe("the graph read model", () => {
                 const fromScan = yield* store.read((view) => searchNodesByScan(view, project, text))
                 expect(fromModel).toEqual(fromScan)
               }
-            }).pipe(Effect.provide(Engine.layer({ dataDir, command: "test", search: { worker: false } }))),
+            }).pipe(Effect.provide(Engine.layer({ dataDir, command: "test", search: { thread: false } }))),
           )
         },
       ),

@@ -42,10 +42,11 @@ const assertIndexEqualsStore = async (engine: SearchEngine, withoutVector = 0) =
   const expected = await scannedDocuments(engine)
   const indexed = await engine.run(indexer.documents(expected.map((document) => document.id)))
   assert.deepStrictEqual(indexed, expected)
-  assert.strictEqual(indexer.health().index.documents, expected.length)
+  const health = await engine.run(indexer.health)
+  assert.strictEqual(health.index.documents, expected.length)
   // Every word used here is in the model's vocabulary, so every document has a vector.
-  assert.strictEqual(indexer.health().index.vectors, expected.length - withoutVector)
-  assert.strictEqual(indexer.health().pendingEmbeddings, 0)
+  assert.strictEqual(health.index.vectors, expected.length - withoutVector)
+  assert.strictEqual(health.pendingEmbeddings, 0)
 }
 
 const names = ["Alice", "Bob", "Payments API", "Ledger", "Flaky test"]
@@ -143,7 +144,7 @@ describe("search indexer", () => {
     })
     const gone = await engine.ok("mem-search", { query: "postgresql", mode: "lexical" })
     assert.deepStrictEqual(gone.structured.results, [])
-    const health = (await engine.indexer()).health()
+    const health = await engine.run((await engine.indexer()).health)
     assert.strictEqual(health.state, "warm")
     assert.strictEqual(health.lagEvents, 0)
     await engine.close()
@@ -152,7 +153,8 @@ describe("search indexer", () => {
   it("restarts warm without loading the model; a search by meaning, or a write, loads it", async () => {
     const dir = tempDir()
     const first = await openSearchEngine(dir)
-    const embedderState = async (engine: SearchEngine) => (await engine.indexer()).health().embedder.state
+    const embedderState = async (engine: SearchEngine) =>
+      (await engine.run((await engine.indexer()).health)).embedder.state
     assert.strictEqual(await embedderState(first), "unloaded", "an empty index needs no model")
     await sendAll(first, [
       {
@@ -203,7 +205,11 @@ describe("search indexer", () => {
     await first.close()
 
     const restarted = await openSearchEngine(dir)
-    assert.strictEqual((await restarted.indexer()).health().reconciles, 0, "persisted data was current")
+    assert.strictEqual(
+      (await restarted.run((await restarted.indexer()).health)).reconciles,
+      0,
+      "persisted data was current",
+    )
     assert.deepStrictEqual(await Promise.all(queries.map((query) => searchAll(restarted, query))), before)
     await restarted.close()
 

@@ -32,7 +32,10 @@ export const removeTempDirs = (): void => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true })
 }
 
-/** Opens an engine on `dir` (the graph store, unless `stores` says) and connects a client; waits until search is warm. */
+/**
+ * Opens an engine on `dir` (the graph store, unless `stores` says) and connects a client; waits
+ * until search is warm. Search runs in its worker thread, as in the daemon, unless `search` says.
+ */
 export const openSearchEngine = async (
   dir: string = tempDir(),
   search?: Engine.EngineConfig["search"],
@@ -42,7 +45,7 @@ export const openSearchEngine = async (
     clientName: "search-test",
     clientVersion: "0",
     stores,
-    ...(search !== undefined ? { search } : {}),
+    search: { thread: true, ...search },
   })
   const indexer = () =>
     engine.run(

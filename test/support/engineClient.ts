@@ -74,7 +74,9 @@ export const openEngineClient = async (dir: string, options: EngineClientOptions
           dataDir: dir,
           command: "mnemos test",
           ...(options.stores !== undefined ? { stores: options.stores } : {}),
-          ...(options.search !== undefined ? { search: options.search } : {}),
+          // Search's index on this thread (the same protocol, over a MessageChannel) unless asked:
+          // a worker thread started from source loads effect and tsx again, over a second a start.
+          search: { thread: false, ...options.search },
         }),
       ),
       scope,

@@ -1,0 +1,298 @@
+/**
+ * The search index's own thread of work: the in-memory `SearchIndex`, search's persistence
+ * (documents, vectors, per-store sequence) and the embedding model, and every operation on them.
+ *
+ * It runs in the search thread (SearchThread.ts), fed by the indexer on the daemon's main thread
+ * (Indexer.ts) with the documents of committed events, already read from the stores' views. It
+ * knows nothing of stores or the event bus: it is told which groups to replace and answers
+ * searches. Every operation runs under one lock, and operations run in the order they arrive, so a
+ * search that arrives after a group replacement sees it. Loading what was persisted goes on in
+ * slices of `warmSliceMs` under the same lock, so searches are answered meanwhile (not warm yet).
+ *
+ * The model loads on the first need (a document to embed, a search by meaning); if it is not up
+ * within `modelWaitMs` (a first-run build), documents wait for it in `deferred` and are found by
+ * words meanwhile; `tick` embeds them once it is, and grows the ANN index in small steps.
+ */
+import { Clock, Duration, Effect, Semaphore } from "effect"
+import { Embedder, type EmbedderStatus } from "./Embedder.ts"
+import type { SearchFilter, SearchHit, SearchMode } from "./Ranking.ts"
+import type { GroupDocuments, SearchDocument } from "./SearchDocument.ts"
+import { type IndexStats, noVector, type PendingEmbedding, SearchIndex, type Timeline } from "./SearchIndex.ts"
+import {
+  makeMemoryPersistence,
+  openLmdbPersistence,
+  type PersistedGroup,
+  type SearchPersistence,
+} from "./SearchPersistence.ts"
+
+/** Longest run of loading persisted documents before other work gets a turn (searches wait at most this). */
+export const warmSliceMs = 10
+/** Texts per embedding call. */
+export const embedChunkTexts = 512
+/** How long indexing waits for the model to load before its documents wait in the background. */
+export const modelWaitMs = 5_000
+
+/** A search request, already validated. */
+export interface SearchRequest {
+  readonly query: string
+  readonly mode: SearchMode
+  readonly filter: SearchFilter
+  readonly limit: number
+}
+
+/** Hits, and whether the query had an embedding. */
+export interface CoreSearchResult {
+  readonly hits: ReadonlyArray<SearchHit>
+  /** False when the query had no embedding (model loading or failed, or no known word). */
+  readonly semantic: boolean
+}
+
+/** What the index thread reports of itself. */
+export interface CoreStats {
+  readonly loaded: boolean
+  readonly eventsApplied: number
+  /** Commit-to-index delay of the last applied batch, ms (measured when it was indexed). */
+  readonly lastLagMs: number
+  readonly maxLagMs: number
+  readonly pendingEmbeddings: number
+  readonly embedder: EmbedderStatus
+  readonly index: IndexStats
+  readonly storageBytes: number
+  /** Per store, the last sequence the index reflects. */
+  readonly seqs: Readonly<Record<string, number>>
+}
+
+/** How the core is set up. */
+export interface CoreConfig {
+  /** The stores that have a search source; persisted groups of any other store are dropped. */
+  readonly stores: ReadonlyArray<string>
+  /** Persist under `<dataDir>/search/lmdb`; in memory only when absent. */
+  readonly dataDir?: string | undefined
+}
+
+/** Builds the core; it flushes and closes its persistence when the scope closes. */
+export const makeIndexCore = (config: CoreConfig) =>
+  Effect.gen(function* () {
+    const embedder = yield* Embedder
+    const lock = yield* Semaphore.make(1)
+    const locked = <A, E, R>(effect: Effect.Effect<A, E, R>) => lock.withPermits(1)(effect)
+    const persistence: SearchPersistence =
+      config.dataDir === undefined ? makeMemoryPersistence() : openLmdbPersistence(`${config.dataDir}/search/lmdb`)
+    yield* Effect.addFinalizer(() => Effect.promise(() => persistence.close().catch(() => undefined)))
+    const index = new SearchIndex()
+    const stores = new Set(config.stores)
+    let loaded = false
+    let eventsApplied = 0
+    let lastLagMs = 0
+    let maxLagMs = 0
+    let pendingEmbeddings = 0
+    /** Per store, the last sequence the index reflects (what health's lag is measured against). */
+    const seqs = new Map<string, number>()
+    const setSeq = (store: string, seq: number) => {
+      seqs.set(store, seq)
+      persistence.setSeq(store, seq)
+    }
+    /** Documents waiting for the model to load (by id: the latest content wins). */
+    const deferred = new Map<string, PendingEmbedding>()
+
+    /** Replaces a group in the index and in persistence; returns what needs embedding. */
+    const applyGroup = (store: string, change: GroupDocuments): Array<PendingEmbedding> => {
+      const before = index.groupIds(store, change.group)
+      const changed: Array<SearchDocument> = []
+      const pending = index.replaceGroup(store, change.group, change.documents, changed)
+      const now = new Set(change.documents.map((document) => document.id))
+      for (const id of before)
+        if (!now.has(id)) {
+          persistence.removeDocument(store, change.group, id)
+          persistence.removeVector(id)
+        }
+      // Only what changed is written: an entity with 5,000 observations gaining one writes one.
+      for (const document of changed) persistence.putDocument(change.group, document)
+      return pending
+    }
+
+    /**
+     * Embeds `pending` and whatever waited for the model, and stores the vectors that are still
+     * current; a text with no known word is stored as "no vector" so it is not tried again.
+     */
+    const embed = (pending: ReadonlyArray<PendingEmbedding>) =>
+      Effect.gen(function* () {
+        if (pending.length === 0 && deferred.size === 0) return
+        const model = yield* embedder.ready.pipe(Effect.timeoutOption(Duration.millis(modelWaitMs)))
+        if (model._tag === "None") {
+          for (const item of pending) deferred.set(item.id, item)
+          return
+        }
+        if (model.value.state !== "ready") return // failed: found by words only, as the health says
+        const all = [...deferred.values(), ...pending]
+        deferred.clear()
+        for (let start = 0; start < all.length; start += embedChunkTexts) {
+          const chunk = all.slice(start, start + embedChunkTexts)
+          pendingEmbeddings += chunk.length
+          const vectors = yield* embedder.embedBatch(chunk.map((item) => item.text)).pipe(
+            Effect.catch((error) =>
+              Effect.logWarning(`search: embedding failed: ${error.message}`).pipe(Effect.as(undefined)),
+            ),
+            Effect.ensuring(Effect.sync(() => (pendingEmbeddings -= chunk.length))),
+          )
+          if (vectors === undefined) continue
+          vectors.forEach((vector, i) => {
+            const item = chunk[i]!
+            const stored = vector ?? noVector
+            if (index.setVector(item.id, item.hash, stored)) persistence.putVector(item.id, item.hash, stored)
+          })
+        }
+      })
+
+    /**
+     * Applies committed events' changes of one store: `groups` replace what the index holds, `seq`
+     * becomes the store's persisted position, `at` (the first event's commit time) gives the lag.
+     */
+    const apply = (store: string, groups: ReadonlyArray<GroupDocuments>, seq: number, events: number, at: number) =>
+      locked(
+        Effect.gen(function* () {
+          const pending: Array<PendingEmbedding> = []
+          for (const group of groups) pending.push(...applyGroup(store, group))
+          setSeq(store, seq)
+          eventsApplied += events
+          yield* embed(pending)
+          const lag = Math.max(0, (yield* Clock.currentTimeMillis) - at)
+          lastLagMs = lag
+          maxLagMs = Math.max(maxLagMs, lag)
+        }),
+      )
+
+    /** Replaces groups found by a scan of a store (reconciling), embedding what they need. */
+    const replace = (store: string, groups: ReadonlyArray<GroupDocuments>) =>
+      locked(
+        Effect.gen(function* () {
+          const pending: Array<PendingEmbedding> = []
+          for (const group of groups) pending.push(...applyGroup(store, group))
+          yield* embed(pending)
+        }),
+      )
+
+    /**
+     * Loads what was persisted, in slices; returns each store's persisted sequence (what the
+     * indexer compares with the store to decide on a reconcile).
+     */
+    const load = Effect.gen(function* () {
+      const modelId = yield* embedder.modelId
+      const modelChanged = modelId !== undefined && persistence.modelId() !== modelId
+      if (modelChanged) yield* Effect.promise(() => persistence.clearVectors())
+      if (modelId !== undefined) persistence.setModelId(modelId)
+      const persistedSeqs: Record<string, number> = {}
+      for (const name of stores) {
+        const seq = persistence.seq(name)
+        if (seq !== undefined) {
+          persistedSeqs[name] = seq
+          if (!seqs.has(name)) seqs.set(name, seq)
+        }
+      }
+      const loadGroup = (group: PersistedGroup) => {
+        if (!stores.has(group.store)) {
+          for (const document of group.documents) {
+            persistence.removeDocument(group.store, group.group, document.id)
+            persistence.removeVector(document.id)
+          }
+          return
+        }
+        if (index.groupIds(group.store, group.group).length > 0) return // an event got there first
+        index.replaceGroup(group.store, group.group, group.documents)
+        for (const document of group.documents) {
+          const stored = modelChanged ? undefined : persistence.vector(document.id)
+          if (stored !== undefined) index.setVector(document.id, stored.hash, stored.vector)
+        }
+      }
+      const persisted = persistence.groups()[Symbol.iterator]()
+      let done = false
+      while (!done) {
+        yield* locked(
+          Effect.sync(() => {
+            const sliceEnd = performance.now() + warmSliceMs
+            while (performance.now() < sliceEnd) {
+              const next = persisted.next()
+              if (next.done === true) {
+                done = true
+                return
+              }
+              loadGroup(next.value)
+            }
+          }),
+        )
+        yield* Effect.yieldNow
+      }
+      loaded = true
+      return persistedSeqs
+    })
+
+    /** Embeds every document still without a vector, in chunks (the end of warm-up). */
+    const embedMissing = Effect.gen(function* () {
+      const missing = yield* locked(Effect.sync(() => index.missingVectors()))
+      for (let start = 0; start < missing.length; start += embedChunkTexts * 4) {
+        yield* locked(embed(missing.slice(start, start + embedChunkTexts * 4)))
+        yield* Effect.yieldNow
+      }
+    })
+
+    /** Background work: documents that waited for the model, and one step of the ANN index. */
+    const tick = Effect.gen(function* () {
+      if (deferred.size > 0 && embedder.status().state === "ready") yield* locked(embed([]))
+      if (index.vectors.annBacklogSize > 0 || (!index.vectors.annReady && index.vectors.size > 0))
+        yield* locked(Effect.sync(() => index.vectors.buildAnnStep()))
+    })
+
+    const search = (request: SearchRequest, now: number) =>
+      Effect.gen(function* () {
+        const vector =
+          request.mode === "lexical"
+            ? undefined
+            : yield* embedder.embedQuery(request.query).pipe(Effect.catch(() => Effect.succeed(undefined)))
+        const hits = yield* locked(
+          Effect.sync(() =>
+            index.search({
+              text: request.query,
+              mode: request.mode,
+              filter: request.filter,
+              limit: request.limit,
+              vector,
+              now,
+              aligner: embedder.aligner(),
+            }),
+          ),
+        )
+        return { hits, semantic: vector !== undefined } satisfies CoreSearchResult
+      })
+
+    const stats = (): CoreStats => ({
+      loaded,
+      eventsApplied,
+      lastLagMs,
+      maxLagMs,
+      pendingEmbeddings: pendingEmbeddings + deferred.size,
+      embedder: embedder.status(),
+      index: index.stats(),
+      storageBytes: persistence.sizeBytes(),
+      seqs: Object.fromEntries(seqs),
+    })
+
+    return {
+      load,
+      apply,
+      replace,
+      setSeq: (store: string, seq: number) => locked(Effect.sync(() => setSeq(store, seq))),
+      groupsOf: (store: string) => locked(Effect.sync(() => index.groupsOf(store))),
+      embedMissing,
+      tick,
+      search,
+      documents: (ids: ReadonlyArray<string>): Effect.Effect<ReadonlyArray<SearchDocument | undefined>> =>
+        locked(Effect.sync(() => ids.map((id) => index.get(id)))),
+      timeline: (ids: ReadonlyArray<string>, window: number): Effect.Effect<ReadonlyArray<Timeline | undefined>> =>
+        locked(Effect.sync(() => ids.map((id) => index.timeline(id, window)))),
+      stats: locked(Effect.sync(stats)),
+      compact: locked(Effect.promise(() => persistence.compact())),
+    }
+  })
+
+/** The core's operations. */
+export type IndexCore = Effect.Success<ReturnType<typeof makeIndexCore>>

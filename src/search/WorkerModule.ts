@@ -1,0 +1,22 @@
+/**
+ * Starts a worker thread on a module that sits beside the caller: the built `.js` file when the
+ * caller runs from dist/ (bundled or not: every bundled file sits one directory below dist/, as
+ * scripts/bundle.mjs explains), or the `.ts` source through tsx's loader when it runs from src/
+ * (tests, `npm run bench`).
+ */
+import { createRequire } from "node:module"
+import { fileURLToPath, pathToFileURL } from "node:url"
+import { Worker } from "node:worker_threads"
+
+/** A worker running module `name` (no extension) of the directory of `callerUrl` (an `import.meta.url`). */
+export const startModuleWorker = (callerUrl: string, name: string, workerData: unknown): Worker => {
+  if (fileURLToPath(callerUrl).endsWith(".js")) return new Worker(new URL(`./${name}.js`, callerUrl), { workerData })
+  const tsxApi = pathToFileURL(
+    createRequire(callerUrl)
+      .resolve("tsx/esm/api")
+      .replace(/\.cjs$/, ".mjs"),
+  ).href
+  const target = new URL(`./${name}.ts`, callerUrl).href
+  const code = `(async () => { const { register } = await import(${JSON.stringify(tsxApi)}); register(); await import(${JSON.stringify(target)}) })()`
+  return new Worker(code, { eval: true, workerData })
+}
