@@ -16,7 +16,7 @@
  * code path, for commands that would gain nothing from a second thread.
  */
 import { MessageChannel, type MessagePort, parentPort } from "node:worker_threads"
-import { Cause, Duration, Effect, Exit, Queue } from "effect"
+import { Cause, Duration, Effect, Exit, Logger, Queue } from "effect"
 import { type EmbedderConfig, layer as embedderLayer } from "./Embedder.ts"
 import {
   type CoreConfig,
@@ -85,6 +85,9 @@ type ThreadReply =
 /** How often the thread does background work (documents that waited for the model, ANN steps). */
 export const tickIntervalMs = 25
 
+const logFailure = (what: string) => (cause: Cause.Cause<unknown>) =>
+  Effect.logWarning(`search thread: ${what} failed: ${Cause.pretty(cause)}`)
+
 /** Serves the protocol on `port` until `close`; resolves when the thread's resources are released. */
 export const serveIndex = (port: MessagePort, config: ThreadConfig): Promise<void> =>
   Effect.runPromise(
@@ -104,18 +107,22 @@ export const serveIndex = (port: MessagePort, config: ThreadConfig): Promise<voi
         Effect.forever(
           Effect.andThen(
             Effect.sleep(Duration.millis(tickIntervalMs)),
-            core.tick.pipe(Effect.catchCause((cause) => Effect.logWarning(`search thread: ${Cause.pretty(cause)}`))),
+            core.tick.pipe(Effect.catchCause(logFailure("background work"))),
           ),
         ),
       )
       while (true) {
         const request = yield* Queue.take(inbox)
         switch (request.op) {
+          // Unanswered: a failure is logged, and the thread goes on (the indexer's next reconcile
+          // of that store, or a restart, makes the index whole again).
           case "apply":
-            yield* core.apply(request.store, request.groups, request.seq, request.events, request.at)
+            yield* core
+              .apply(request.store, request.groups, request.seq, request.events, request.at)
+              .pipe(Effect.catchCause(logFailure(`indexing ${request.store} to ${request.seq}`)))
             continue
           case "setSeq":
-            yield* core.setSeq(request.store, request.seq)
+            yield* core.setSeq(request.store, request.seq).pipe(Effect.catchCause(logFailure("setSeq")))
             continue
           case "load":
             yield* inBackground(request.id, core.load)
@@ -132,6 +139,8 @@ export const serveIndex = (port: MessagePort, config: ThreadConfig): Promise<voi
       }
     }).pipe(
       Effect.scoped,
+      // Logs go to stderr, as the daemon's own do: stdout may be an MCP stdio channel.
+      Effect.provideService(Logger.LogToStderr, true),
       Effect.provide(embedderLayer({ ...config.embedder, ...(config.dataDir ? { dataDir: config.dataDir } : {}) })),
       Effect.flatMap((closeId) =>
         Effect.sync(() => {
