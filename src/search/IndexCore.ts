@@ -95,8 +95,17 @@ export const makeIndexCore = (config: CoreConfig) =>
     /** Documents waiting for the model to load (by id: the latest content wins). */
     const deferred = new Map<string, PendingEmbedding>()
 
+    /**
+     * Groups replaced while the persisted index loads: what was persisted of them is older (the
+     * load reads a snapshot taken when it began), so the load skips them — a group deleted
+     * meanwhile must not come back from it.
+     */
+    let replacedWhileLoading: Set<string> | undefined = new Set()
+    const groupKey = (store: string, group: string) => `${store}\u0000${group}`
+
     /** Replaces a group in the index and in persistence; returns what needs embedding. */
     const applyGroup = (store: string, change: GroupDocuments): Array<PendingEmbedding> => {
+      replacedWhileLoading?.add(groupKey(store, change.group))
       const before = index.groupIds(store, change.group)
       const changed: Array<SearchDocument> = []
       const pending = index.replaceGroup(store, change.group, change.documents, changed)
@@ -197,7 +206,7 @@ export const makeIndexCore = (config: CoreConfig) =>
           }
           return
         }
-        if (index.groupIds(group.store, group.group).length > 0) return // an event got there first
+        if (replacedWhileLoading?.has(groupKey(group.store, group.group))) return // an event got there first
         index.replaceGroup(group.store, group.group, group.documents)
         for (const document of group.documents) {
           const stored = modelChanged ? undefined : persistence.vector(document.id)
@@ -223,6 +232,7 @@ export const makeIndexCore = (config: CoreConfig) =>
         yield* Effect.yieldNow
       }
       loaded = true
+      replacedWhileLoading = undefined
       return persistedSeqs
     })
 

@@ -81,7 +81,10 @@ const decodeVector = (bytes: Uint8Array): PersistedVector => {
 function* groupRuns(entries: Iterable<{ key: string; value: SearchDocument }>): Iterable<PersistedGroup> {
   let current: { store: string; group: string; documents: Array<SearchDocument> } | undefined
   for (const { key, value } of entries) {
-    const [store, group] = key.split(sep) as [string, string]
+    // Groups may hold the separator themselves (a conversation's is `project\0id`): the store is
+    // what precedes the first one, the id (the document's own) what follows the last.
+    const store = key.slice(0, key.indexOf(sep))
+    const group = key.slice(store.length + 1, key.length - value.id.length - 1)
     if (current === undefined || current.store !== store || current.group !== group) {
       if (current !== undefined) yield current
       current = { store, group, documents: [] }

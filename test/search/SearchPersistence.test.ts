@@ -83,4 +83,27 @@ describe.each(layers)("SearchPersistence (%s)", (_, make) => {
     assert.strictEqual(second.vector("a"), undefined)
     await second.close()
   })
+
+  it("gives back a group whose key holds the separator whole (a conversation's is project\\0id)", async () => {
+    const layer = make()
+    const first = layer.open()
+    first.putDocument("p\u0000m1", document("m1", "conversations", "one"))
+    first.putDocument("p\u0000m2", document("m2", "conversations", "two"))
+    first.putDocument("q\u0000m3", document("m3", "conversations", "three"))
+    await first.close()
+    const second = layer.open()
+    const groups = [...second.groups()].map((group) => [group.group, group.documents.map((d) => d.id)])
+    assert.deepStrictEqual(groups, [
+      ["p\u0000m1", ["m1"]],
+      ["p\u0000m2", ["m2"]],
+      ["q\u0000m3", ["m3"]],
+    ])
+    // What a group's key says is what removes its documents.
+    for (const [group, ids] of groups)
+      second.removeDocument("conversations", group as string, (ids as Array<string>)[0]!)
+    await second.close()
+    const third = layer.open()
+    assert.deepStrictEqual([...third.groups()], [])
+    await third.close()
+  })
 })
