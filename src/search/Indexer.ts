@@ -18,12 +18,14 @@
  * events and scans may interleave in any order; a scan result never overwrites a group an event
  * refreshed after the scan began (`touchedSince`). Health reports cold/warming/warm and the lag.
  */
+import { existsSync } from "node:fs"
+import { join } from "node:path"
 import { Clock, Context, Duration, Effect, Fiber, Layer, PubSub, Semaphore } from "effect"
 import { type CommittedEvent, EventBus, isDomainEvent } from "../actors/EventBus.ts"
 import { Router } from "../actors/Router.ts"
 import type { StoreView } from "../stores/Checkpoint.ts"
 import type { EmbedderConfig, EmbedderStatus } from "./Embedder.ts"
-import type { SearchRequest } from "./IndexCore.ts"
+import type { CoreStats, SearchRequest } from "./IndexCore.ts"
 import type { SearchHit } from "./Ranking.ts"
 import type { AnySearchSource, GroupDocuments, SearchDocument } from "./SearchDocument.ts"
 import type { IndexStats, Timeline } from "./SearchIndex.ts"
@@ -58,8 +60,8 @@ export interface SearchHealth {
   readonly embedder: EmbedderStatus
   readonly index: IndexStats
   readonly storageBytes: number
-  /** Where the index lives: its own worker thread, or the daemon's main thread. */
-  readonly thread: "worker" | "main"
+  /** Where the index lives: its own worker thread, the daemon's main thread, or nowhere yet (started on first need). */
+  readonly thread: "worker" | "main" | "not started"
 }
 
 /** Hits and how complete they are. */
@@ -105,6 +107,28 @@ export interface IndexerConfig {
   readonly thread?: boolean
 }
 
+/** What a search thread that has not started reports: nothing indexed, no model loaded. */
+const idleStats: CoreStats = {
+  loaded: true,
+  eventsApplied: 0,
+  lastLagMs: 0,
+  maxLagMs: 0,
+  pendingEmbeddings: 0,
+  embedder: { state: "unloaded" },
+  index: {
+    documents: 0,
+    vectors: 0,
+    terms: 0,
+    sessions: 0,
+    byStore: {},
+    byKind: {},
+    annReady: false,
+    annBacklog: 0,
+  },
+  storageBytes: 0,
+  seqs: {},
+}
+
 /** Starts the indexer and its thread; both stop (search's persistence flushed) when the scope closes. */
 export const makeIndexer = (config: IndexerConfig) =>
   Effect.gen(function* () {
@@ -115,22 +139,36 @@ export const makeIndexer = (config: IndexerConfig) =>
     const locked = <A, E, R>(effect: Effect.Effect<A, E, R>) => lock.withPermits(1)(effect)
     const sources = new Map(config.sources.map((source) => [source.definition.name, source]))
     const onWorker = config.thread ?? true
-    const thread: SearchThread = yield* Effect.acquireRelease(
-      Effect.sync(() =>
-        openSearchThread(
-          {
-            stores: [...sources.keys()],
-            dataDir: config.dataDir,
-            // The thread is already off the main thread: its embedder needs no batch worker of its own.
-            embedder: { ...config.embedder, worker: false },
-          },
-          onWorker,
-        ),
-      ),
-      (opened) => Effect.promise(() => opened.close()),
-    )
+    /**
+     * The search thread starts on the first need — a persisted index to load, a document to index,
+     * a search — so a daemon that has neither never pays for it (about 30 MiB and a few hundred
+     * ms of CPU for a second JavaScript runtime).
+     */
+    let thread: SearchThread | undefined
+    let loaded: Promise<Readonly<Record<string, number>>> | undefined
+    const ensureThread = (): SearchThread => {
+      if (thread !== undefined) return thread
+      const opened = openSearchThread(
+        {
+          stores: [...sources.keys()],
+          dataDir: config.dataDir,
+          // The thread is already off the main thread: its embedder needs no batch worker of its own.
+          embedder: { ...config.embedder, worker: false },
+        },
+        onWorker,
+      )
+      thread = opened
+      // The first request a thread handles is the load of what was persisted (nothing, for a new one).
+      loaded = opened.call({ op: "load" })
+      // Awaited by warm-up when there was an index to load; a thread closed before it is loaded
+      // rejects it, which is no failure of anyone's.
+      loaded.catch(() => undefined)
+      return opened
+    }
+    yield* Effect.addFinalizer(() => Effect.promise(async () => thread?.close()))
     /** Asks the thread; a thread that failed is a defect (search cannot go on without its index). */
     const ask = <A>(question: () => Promise<A>) => Effect.promise(question)
+    const persistedIndex = config.dataDir !== undefined && existsSync(join(config.dataDir, "search", "lmdb"))
 
     const lastSeq = new Map<string, number>()
     /** Groups refreshed by events since a store's reconcile began (per store). */
@@ -192,7 +230,16 @@ export const makeIndexer = (config: IndexerConfig) =>
             }
             applied++
           }
-          thread.post({ op: "apply", store: name, groups, seq: lastSeq.get(name)!, events: applied, at: list[0]!.at })
+          // Removals of what was never indexed need no thread.
+          if (thread !== undefined || groups.some((group) => group.documents.length > 0))
+            ensureThread().post({
+              op: "apply",
+              store: name,
+              groups,
+              seq: lastSeq.get(name)!,
+              events: applied,
+              at: list[0]!.at,
+            })
         }
       })
 
@@ -227,7 +274,7 @@ export const makeIndexer = (config: IndexerConfig) =>
         const known = yield* locked(
           Effect.andThen(
             Effect.sync(() => touchedSince.set(name, touched)),
-            ask(() => thread.call({ op: "groupsOf", store: name })),
+            ask(async () => (thread === undefined ? [] : await thread.call({ op: "groupsOf", store: name }))),
           ),
         )
         const seqBefore = appliedSeqOf(name)
@@ -249,7 +296,9 @@ export const makeIndexer = (config: IndexerConfig) =>
                 seen.add(group.group)
                 if (!touched.has(group.group)) groups.push(group)
               }
-              return ask(() => thread.call({ op: "replace", store: name, groups }))
+              return groups.length === 0
+                ? Effect.void
+                : ask(() => ensureThread().call({ op: "replace", store: name, groups }))
             }),
           )
         }
@@ -261,15 +310,21 @@ export const makeIndexer = (config: IndexerConfig) =>
             touchedSince.delete(name)
             const seq = Math.max(lastSeq.get(name) ?? 0, seqBefore)
             lastSeq.set(name, seq)
-            thread.post({ op: "setSeq", store: name, seq })
-            return ask(() => thread.call({ op: "replace", store: name, groups: gone }))
+            // Without a thread nothing of this store is indexed or persisted: the next start scans it again.
+            if (thread === undefined) return Effect.void
+            const current = thread
+            current.post({ op: "setSeq", store: name, seq })
+            return gone.length === 0
+              ? Effect.void
+              : ask(() => current.call({ op: "replace", store: name, groups: gone }))
           }),
         )
       })
 
     /** Loads what was persisted, then reconciles every store that moved on without us. */
     const warmUp = Effect.gen(function* () {
-      const persistedSeqs = yield* ask(() => thread.call({ op: "load" }))
+      if (persistedIndex) ensureThread()
+      const persistedSeqs = loaded === undefined ? {} : yield* ask(() => loaded!)
       for (const [name, seq] of Object.entries(persistedSeqs)) if (!lastSeq.has(name)) lastSeq.set(name, seq)
       state = "warming"
       for (const source of sources.values()) {
@@ -281,7 +336,10 @@ export const makeIndexer = (config: IndexerConfig) =>
         if (persisted === undefined || persisted !== appliedSeqOf(name) || needsReconcile.has(name))
           yield* reconcile(source)
       }
-      yield* ask(() => thread.call({ op: "embedMissing" }))
+      if (thread !== undefined) {
+        const current = thread
+        yield* ask(() => current.call({ op: "embedMissing" }))
+      }
       state = "warm"
       warmed = true
     })
@@ -305,22 +363,47 @@ export const makeIndexer = (config: IndexerConfig) =>
     // Last: send what was published, so the thread's flush at close holds the newest state.
     yield* Effect.addFinalizer(() => locked(drain).pipe(Effect.ignore))
 
-    /** Drains under the lock, then asks the thread: the question is sent after every change before it. */
-    const afterDrain = <A>(question: () => Promise<A>) =>
-      Effect.flatMap(locked(Effect.andThen(drain, Effect.sync(question))), (answer) => Effect.promise(() => answer))
+    /**
+     * Drains under the lock, then asks the thread (started if need be): the question is sent after
+     * every change before it.
+     */
+    const afterDrain = <A>(question: (thread: SearchThread) => Promise<A>) =>
+      Effect.flatMap(
+        locked(
+          Effect.andThen(
+            drain,
+            Effect.sync(() => question(ensureThread())),
+          ),
+        ),
+        (answer) => Effect.promise(() => answer),
+      )
+    /** Like `afterDrain`, but without a thread answers `idle` (nothing is indexed). */
+    const afterDrainOr = <A>(idle: A, question: (thread: SearchThread) => Promise<A>) =>
+      Effect.flatMap(
+        locked(
+          Effect.andThen(
+            drain,
+            Effect.sync(() => (thread === undefined ? Promise.resolve(idle) : question(thread))),
+          ),
+        ),
+        (answer) => Effect.promise(() => answer),
+      )
 
     const search = (request: SearchRequest) =>
       Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
-        const result = yield* afterDrain(() => thread.call({ op: "search", request, now }))
+        const result = yield* afterDrain((thread) => thread.call({ op: "search", request, now }))
         return { hits: result.hits, warm: state === "warm", semantic: result.semantic } satisfies SearchResponse
       })
 
     // Not drained first: health reports the lag, it does not shorten it.
     const health = Effect.gen(function* () {
-      const core = yield* ask(() => thread.call({ op: "stats" }))
+      const current = thread
+      const core = current === undefined ? idleStats : yield* ask(() => current.call({ op: "stats" }))
       let lagEvents = 0
-      for (const name of sources.keys()) lagEvents += Math.max(0, appliedSeqOf(name) - (core.seqs[name] ?? 0))
+      // Without a thread, what was drained needed none: only what is not drained yet is behind.
+      const indexedSeq = (name: string) => (current === undefined ? lastSeq.get(name) : core.seqs[name]) ?? 0
+      for (const name of sources.keys()) lagEvents += Math.max(0, appliedSeqOf(name) - indexedSeq(name))
       return {
         state,
         lagEvents,
@@ -332,18 +415,27 @@ export const makeIndexer = (config: IndexerConfig) =>
         embedder: core.embedder,
         index: core.index,
         storageBytes: core.storageBytes,
-        thread: onWorker ? "worker" : "main",
+        thread: thread === undefined ? "not started" : onWorker ? "worker" : "main",
       } satisfies SearchHealth
     })
 
     return SearchIndexer.of({
       search,
-      documents: (ids) => afterDrain(() => thread.call({ op: "documents", ids })),
-      timeline: (ids, window) => afterDrain(() => thread.call({ op: "timeline", ids, window })),
+      documents: (ids) =>
+        afterDrainOr(
+          ids.map(() => undefined),
+          (thread) => thread.call({ op: "documents", ids }),
+        ),
+      timeline: (ids, window) =>
+        afterDrainOr(
+          ids.map(() => undefined),
+          (thread) => thread.call({ op: "timeline", ids, window }),
+        ),
       health,
-      sync: Effect.asVoid(afterDrain(() => thread.call({ op: "stats" }))),
+      sync: Effect.asVoid(afterDrainOr(idleStats, (thread) => thread.call({ op: "stats" }))),
       awaitWarm: Effect.asVoid(Effect.exit(Fiber.join(warmDone))),
-      compact: afterDrain(() => thread.call({ op: "compact" })),
+      // Without a thread there are no search files (one is started at startup when there are).
+      compact: afterDrainOr({ bytesBefore: 0, bytesAfter: 0 }, (thread) => thread.call({ op: "compact" })),
     })
   })
 

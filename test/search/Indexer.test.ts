@@ -156,6 +156,8 @@ describe("search indexer", () => {
     const embedderState = async (engine: SearchEngine) =>
       (await engine.run((await engine.indexer()).health)).embedder.state
     assert.strictEqual(await embedderState(first), "unloaded", "an empty index needs no model")
+    const threadOf = async (engine: SearchEngine) => (await engine.run((await engine.indexer()).health)).thread
+    assert.strictEqual(await threadOf(first), "not started", "nothing to index or load: no search thread")
     await sendAll(first, [
       {
         _tag: "CreateEntities",
@@ -169,6 +171,7 @@ describe("search indexer", () => {
     ])
     await assertIndexEqualsStore(first, 2)
     assert.strictEqual(await embedderState(first), "ready", "a write loads the model")
+    assert.strictEqual(await threadOf(first), "worker", "the first document to index started the thread")
     await first.close()
 
     const restarted = await openSearchEngine(dir)
