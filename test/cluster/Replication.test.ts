@@ -56,13 +56,19 @@ const replica = (prefix: string, daemonId: string, serverOrder: number): Effect.
 /** Waits until `store` has applied every batch of its stream (its state then is the stream's). */
 const caughtUp = (store: Kv, last: () => number) =>
   Effect.gen(function* () {
-    for (let attempt = 0; attempt < 600; attempt++) {
+    // Up to 30 s: on a loaded 2-core machine a replica's first open of its stream can take seconds.
+    for (let attempt = 0; attempt < 3_000; attempt++) {
       const position = store.health().wal?.position ?? 0
       if (position >= last()) return
       // A write applies what arrived first; an idle replica applies it when woken.
       yield* Effect.sleep("10 millis")
     }
-    return yield* Effect.die(new Error(`replica stuck at ${store.health().wal?.position} of ${last()}`))
+    const health = store.health()
+    return yield* Effect.die(
+      new Error(
+        `replica stuck at ${health.wal?.position} of ${last()} (state ${health.state}${health.lastError ? `: ${health.lastError}` : ""})`,
+      ),
+    )
   })
 
 const commandArb = fc.oneof(
