@@ -1,16 +1,20 @@
-// Bundles the CLI for start-up time and memory: src/cli.ts (and the embedder's worker) into
-// dist/bundle/, one file per part that is imported lazily, with effect, the MCP SDK and zod inside
-// and tree-shaken. Loaded module by module, the CLI's ~1,700 ES modules cost 2.2 s of CPU and
-// 150 MiB before doing anything (effect's and @effect/platform-node's index modules load every
-// module they re-export); measured in docs/benchmarks.md (footprint). dist/cli.js becomes a
-// launcher of dist/bundle/cli.js.
+// Bundles the CLI for start-up time and memory: src/cli.ts into one CommonJS file,
+// dist/bundle/cli.cjs, with effect, the MCP SDK and zod inside and tree-shaken; the embedder's
+// worker into dist/bundle/ as an ES module; and dist/cli.js, the launcher that runs the bundle
+// with V8's code cache (src/cli/Launcher.ts; the cache is written by scripts/codeCache.mjs once
+// the build is complete). Loaded module by module, the CLI's ~1,700 ES modules cost 2.2 s of CPU
+// and 150 MiB before doing anything (effect's and @effect/platform-node's index modules load every
+// module they re-export); bundled as ES modules, compiling them was still about a fifth of the CPU
+// before a first MCP answer, and Node 20 caches compiled code for CommonJS only (vm.Script). The
+// subcommands a run does not name are still not evaluated: esbuild wraps what is reached only by
+// import() in functions run on first import. Measured in docs/benchmarks.md (footprint).
 //
 // Every bundled file sits exactly one directory below dist/, as the files tsc writes to
 // dist/<area>/ do, so the paths modules compute from import.meta.url (build-info.json, the
 // packaged model, the dashboard, the worker beside the embedder) are the same bundled or not.
 // Packages with native addons, or that find files or modules of their own at run time, stay
-// external and load from node_modules as before.
-import { chmodSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+// external and load from node_modules as before (by require(): each has a CommonJS entry).
+import { chmodSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { build } from "esbuild"
 
 /** The packages bundled (with what they import); every other dependency stays external. */
@@ -20,33 +24,63 @@ const external = Object.keys(dependencies)
   .filter((name) => !bundled.has(name))
   .flatMap((name) => [name, `${name}/*`])
 
-rmSync("dist/bundle", { recursive: true, force: true })
-const result = await build({
-  entryPoints: { cli: "src/cli.ts", EmbedderWorker: "src/search/EmbedderWorker.ts" },
-  outdir: "dist/bundle",
+const common = {
   bundle: true,
-  splitting: true,
-  format: "esm",
   platform: "node",
   target: "node20",
-  chunkNames: "[name]-[hash]",
   external,
   sourcemap: "linked",
   legalComments: "none",
   logLevel: "warning",
+  metafile: true,
+}
+
+rmSync("dist/bundle", { recursive: true, force: true })
+const cli = await build({
+  ...common,
+  entryPoints: ["src/cli.ts"],
+  outfile: "dist/bundle/cli.cjs",
+  format: "cjs",
+  // What import.meta means in an ES module, for the bundle's one file.
+  banner: {
+    js: '"use strict";const __mnemosImportMetaUrl = require("node:url").pathToFileURL(__filename).href;',
+  },
+  define: {
+    "import.meta.url": "__mnemosImportMetaUrl",
+    "import.meta.dirname": "__dirname",
+    "import.meta.filename": "__filename",
+  },
+})
+// The launcher wraps the bundle in a function: src/cli.ts's #! line becomes a comment of the same length.
+const cliSource = readFileSync("dist/bundle/cli.cjs", "utf8")
+if (cliSource.startsWith("#!")) writeFileSync("dist/bundle/cli.cjs", `//${cliSource.slice(2)}`)
+chmodSync("dist/bundle/cli.cjs", 0o644)
+const workers = await build({
+  ...common,
+  entryPoints: { EmbedderWorker: "src/search/EmbedderWorker.ts" },
+  outdir: "dist/bundle",
+  splitting: true,
+  format: "esm",
+  chunkNames: "[name]-[hash]",
   // CommonJS dependencies bundled into ES modules still call require().
   banner: {
     js: 'import { createRequire as __mnemosRequire } from "node:module";const require = __mnemosRequire(import.meta.url);',
   },
-  metafile: true,
 })
-const outputs = Object.entries(result.metafile.outputs).filter(([file]) => file.endsWith(".js"))
-const bytes = outputs.reduce((sum, [, output]) => sum + output.bytes, 0)
-writeFileSync(
-  "dist/cli.js",
-  '#!/usr/bin/env node\n// The bundled CLI (scripts/bundle.mjs); dist/<area>/*.js are the unbundled modules.\nimport "./bundle/cli.js"\n',
-)
+await build({
+  ...common,
+  entryPoints: ["src/cli/Launcher.ts"],
+  outfile: "dist/cli.js",
+  format: "esm",
+  sourcemap: false,
+  banner: { js: "#!/usr/bin/env node\n// Runs the bundled CLI, dist/bundle/cli.cjs (scripts/bundle.mjs)." },
+})
 chmodSync("dist/cli.js", 0o755)
+const outputs = [cli, workers].flatMap((result) =>
+  Object.keys(result.metafile.outputs).filter((file) => !file.endsWith(".map")),
+)
+const bytes = outputs.reduce((sum, file) => sum + statSync(file).size, 0)
+const inputs = new Set([cli, workers].flatMap((result) => Object.keys(result.metafile.inputs)))
 console.log(
-  `bundle: dist/bundle/ ${outputs.length} files, ${(bytes / 1024 / 1024).toFixed(1)} MiB, from ${Object.keys(result.metafile.inputs).length} modules`,
+  `bundle: dist/bundle/ ${outputs.length} files, ${(bytes / 1024 / 1024).toFixed(1)} MiB, from ${inputs.size} modules`,
 )

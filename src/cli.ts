@@ -49,16 +49,16 @@ const commandsFor = async (args: ReadonlyArray<string>): Promise<ReadonlyArray<S
   return loaded.flat()
 }
 
-const mnemos = Command.make("mnemos").pipe(
-  Command.withDescription("mnemos — durable, fast memory for AI coding agents, over MCP"),
-  Command.withSubcommands(await commandsFor(process.argv.slice(2))),
-  withForceFlag,
-)
-
-runMain(
-  mnemos.pipe(
-    Command.run({ version: versionLine() }),
-    Effect.provide(NodeServices.layer),
-    Effect.provideService(Logger.LogToStderr, true),
+// No top-level await: the bundle is CommonJS (scripts/bundle.mjs), so that V8 can reuse its compiled code.
+void commandsFor(process.argv.slice(2)).then((commands) =>
+  runMain(
+    Command.make("mnemos").pipe(
+      Command.withDescription("mnemos — durable, fast memory for AI coding agents, over MCP"),
+      Command.withSubcommands(commands),
+      withForceFlag,
+      Command.run({ version: versionLine() }),
+      Effect.provide(NodeServices.layer),
+      Effect.provideService(Logger.LogToStderr, true),
+    ),
   ),
 )
