@@ -41,6 +41,9 @@ const cli = await build({
   entryPoints: ["src/cli.ts"],
   outfile: "dist/bundle/cli.cjs",
   format: "cjs",
+  // ASCII only (other characters escaped): the launcher decodes it as Latin-1 into a one-byte string,
+  // several times faster than UTF-8 into a two-byte one, and V8 scans one-byte source faster.
+  charset: "ascii",
   // What import.meta means in an ES module, for the bundle's one file.
   banner: {
     js: '"use strict";const __mnemosImportMetaUrl = require("node:url").pathToFileURL(__filename).href;',
@@ -51,9 +54,16 @@ const cli = await build({
     "import.meta.filename": "__filename",
   },
 })
-// The launcher wraps the bundle in a function: src/cli.ts's #! line becomes a comment of the same length.
+// The launcher wraps the bundle in a function: src/cli.ts's #! line becomes a comment of the same
+// length. esbuild leaves other characters than ASCII in comments and regular expressions, where
+// \uXXXX means the same character (a pair of them, one outside the BMP).
 const cliSource = readFileSync("dist/bundle/cli.cjs", "utf8")
-if (cliSource.startsWith("#!")) writeFileSync("dist/bundle/cli.cjs", `//${cliSource.slice(2)}`)
+writeFileSync(
+  "dist/bundle/cli.cjs",
+  cliSource
+    .replace(/^#!/, "//")
+    .replace(/[^\0-\x7f]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`),
+)
 chmodSync("dist/bundle/cli.cjs", 0o644)
 const workers = await build({
   ...common,

@@ -40,14 +40,17 @@ const cachedDataOf = (cacheFile: string, digest: Buffer): Buffer | undefined => 
   }
 }
 
-/** Runs the CommonJS `file` as Node would, with the code cache in `cacheFile`. */
+/**
+ * Runs the CommonJS `file` as Node would, with the code cache in `cacheFile`. The file must be
+ * ASCII (esbuild's `charset: "ascii"`): it is decoded as Latin-1, much faster than as UTF-8.
+ */
 export const runWithCodeCache = (file: string, cacheFile: string): CodeCacheRun => {
   const source = readFileSync(file)
   const digest = createHash("sha256").update(source).digest()
   const cachedData = cachedDataOf(cacheFile, digest)
   // CommonJS's own wrapper, on the file's first line so that line numbers stay the file's.
   const script = new Script(
-    `(function (exports, require, module, __filename, __dirname) {${source.toString("utf8")}\n})`,
+    `(function (exports, require, module, __filename, __dirname) {${source.toString("latin1")}\n})`,
     {
       filename: file,
       cachedData,
