@@ -13,17 +13,22 @@ import { versionLine } from "./cli/BuildInfo.ts"
 import { withForceFlag } from "./cli/ForceFlag.ts"
 import { runMain } from "./cli/Main.ts"
 
-/** Each subcommand, in help order, and how to load it. */
+/** The built-in flags that list or complete subcommands. */
+const helpFlags: ReadonlyArray<string> = ["--help", "-h", "--completions"]
+
+/** Each subcommand, in help order, and how to load it for the command line `args`. */
 const subcommands = [
   ["serve", async () => [(await import("./cli/ServeCommand.ts")).serveCommand]],
   [
     "mcp",
-    async () => {
-      const [{ mcpCommand }, { mcpInstallCommands }] = await Promise.all([
-        import("./cli/McpCommand.ts"),
-        import("./cli/McpInstallCommands.ts"),
-      ])
-      // `mnemos mcp` alone runs the stdio shim (its own handler); `mnemos mcp install|uninstall|status` are subcommands.
+    async (args: ReadonlyArray<string>) => {
+      const { mcpCommand, mcpSubcommandNames } = await import("./cli/McpCommand.ts")
+      // `mnemos mcp` alone runs the stdio shim (its own handler), which MCP clients start and then
+      // wait for: `mnemos mcp install|uninstall|status` (and the packages that edit clients'
+      // configurations) load only for a line that may name one of them or asks for help.
+      const mayNameOne = args.some((arg) => mcpSubcommandNames.includes(arg) || helpFlags.includes(arg))
+      if (!mayNameOne) return [mcpCommand]
+      const { mcpInstallCommands } = await import("./cli/McpInstallCommands.ts")
       return [mcpCommand.pipe(Command.withSubcommands(mcpInstallCommands))]
     },
   ],
@@ -45,7 +50,7 @@ type Subcommand = Awaited<ReturnType<(typeof subcommands)[number][1]>>[number]
 const commandsFor = async (args: ReadonlyArray<string>): Promise<ReadonlyArray<Subcommand>> => {
   const named = args.find((arg) => !arg.startsWith("-"))
   const chosen = subcommands.filter(([name]) => name === named)
-  const loaded = await Promise.all((chosen.length > 0 ? chosen : subcommands).map(([, load]) => load()))
+  const loaded = await Promise.all((chosen.length > 0 ? chosen : subcommands).map(([, load]) => load(args)))
   return loaded.flat()
 }
 
