@@ -30,7 +30,7 @@ export const mcpCommand = Command.make(
   Effect.fn(function* ({ dataDir, port, host, noStart }) {
     const location = resolveDataDir(Option.getOrUndefined(dataDir))
     const target = { dataDir: location.path, host, port, autoStart: !noStart }
-    const firstSearch = findOrStartDaemon(target)
+    const firstSearch = yield* Effect.promise(() => findOrStartDaemon(target))
     const { runShim } = yield* Effect.promise(() => import("../transports/Shim.ts"))
     yield* Effect.promise(() => runShim({ ...target, firstSearch }))
   }),

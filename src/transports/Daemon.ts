@@ -168,7 +168,8 @@ export const findOrStartDaemon = async (target: DaemonTarget): Promise<DaemonSea
     return { _tag: "Found", host, port }
   if (target.autoStart === false) return { _tag: "Absent" }
   const wanted = { host: target.host ?? defaultHost, port: target.port ?? defaultPort }
-  const occupant = await ping(wanted.host, wanted.port)
+  // Asked already when the data directory names no other place (one round trip less before a start).
+  const occupant = wanted.host === host && wanted.port === port ? answer : await ping(wanted.host, wanted.port)
   if (occupant !== undefined && occupant.dataDir !== target.dataDir)
     return { _tag: "Occupied", port: wanted.port, occupant }
   if (occupant === undefined) startDaemon(target, wanted.host, wanted.port)

@@ -68,10 +68,10 @@ const refusalText = (response: IncomingMessage): Promise<string> =>
 /** How the shim is set up. */
 export interface ShimConfig extends DaemonTarget {
   /**
-   * The first search for the daemon, when the caller began it before loading the shim (so that
-   * a daemon it starts starts meanwhile); later ones the shim makes itself.
+   * The first search for the daemon, when the caller made it before loading the shim (so that a
+   * daemon it started starts meanwhile); later ones the shim makes itself.
    */
-  readonly firstSearch?: Promise<DaemonSearch>
+  readonly firstSearch?: DaemonSearch
 }
 
 type Id = string | number
@@ -186,7 +186,7 @@ export const runShim = async (config: ShimConfig): Promise<void> => {
   let firstSearch = config.firstSearch
   /** Finds (or starts) the daemon of this data directory; undefined while it cannot be reached. */
   const locateDaemon = async (): Promise<{ host: string; port: number } | undefined> => {
-    const search = await (firstSearch ?? findOrStartDaemon({ ...config, log }))
+    const search = firstSearch ?? (await findOrStartDaemon({ ...config, log }))
     firstSearch = undefined
     if (search._tag === "Found") return search
     if (search._tag === "Absent") return undefined
