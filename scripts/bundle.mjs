@@ -15,6 +15,7 @@
 // Packages with native addons, or that find files or modules of their own at run time, stay
 // external and load from node_modules as before (by require(): each has a CommonJS entry).
 import { chmodSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { readFile } from "node:fs/promises"
 import { build } from "esbuild"
 
 /**
@@ -28,6 +29,29 @@ const { dependencies } = JSON.parse(readFileSync("package.json", "utf8"))
 const external = [...Object.keys(dependencies).filter((name) => !bundled.has(name)), "utf-8-validate"].flatMap(
   (name) => [name, `${name}/*`],
 )
+
+/**
+ * effect's CLI builds an `Intl.Segmenter` when its module loads (about 17 ms: ICU loads its break
+ * rules), in every process, though only help and error output measures text with it: here it is
+ * built on first use instead. If effect's code changes so that the line is not found, the build
+ * says so and bundles it unchanged.
+ */
+const lazyGraphemeSegmenter = {
+  name: "lazy-grapheme-segmenter",
+  setup: (build) =>
+    build.onLoad({ filter: /[\\/]effect[\\/]dist[\\/]cli[\\/]CliOutput\.js$/ }, async ({ path }) => {
+      const source = await readFile(path, "utf8")
+      const eager =
+        /const graphemeSegmenter = \/\*#__PURE__\*\/new Intl\.Segmenter\(undefined, \{\s*granularity: "grapheme"\s*\}\);/
+      if (!eager.test(source)) {
+        console.warn(`bundle: ${path} no longer builds its Intl.Segmenter as expected; bundled unchanged`)
+        return undefined
+      }
+      const lazy =
+        'let graphemeSegmenterBuilt; const graphemeSegmenter = { segment: (text) => (graphemeSegmenterBuilt ??= new Intl.Segmenter(undefined, { granularity: "grapheme" })).segment(text) };'
+      return { contents: source.replace(eager, lazy), loader: "js" }
+    }),
+}
 
 const common = {
   bundle: true,
@@ -46,6 +70,7 @@ const cli = await build({
   entryPoints: ["src/cli.ts"],
   outfile: "dist/bundle/cli.cjs",
   format: "cjs",
+  plugins: [lazyGraphemeSegmenter],
   // ASCII only (other characters escaped): the launcher decodes it as Latin-1 into a one-byte string,
   // several times faster than UTF-8 into a two-byte one, and V8 scans one-byte source faster.
   charset: "ascii",
