@@ -15,6 +15,7 @@
  *   graph as official-jsonl, and of its messages as a conversations backup. Target: <= 400 MiB.
  *
  * Needs `npm run build` first (the suite says so when dist/ is missing).
+ * `MNEMOS_BENCH_CLI=/path/to/dist/cli.js` measures another build (e.g. main's, before a change).
  */
 import { spawn } from "node:child_process"
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
@@ -28,7 +29,8 @@ import { footprintCorpus, generateDataDir, writeOfficialJsonl } from "./footprin
 import { cpuMsOf, freePort, memoryOf, runNode, waitForPing } from "./ProcessStats.ts"
 import { type BenchSuite, round } from "./Table.ts"
 
-const cli = join(repoRoot, "dist", "cli.js")
+/** The built CLI measured: this checkout's, or another build's (`MNEMOS_BENCH_CLI`, to compare two builds in one hour). */
+const cli = process.env.MNEMOS_BENCH_CLI ?? join(repoRoot, "dist", "cli.js")
 /** Idle means: warm, then this long without a request. */
 const idleSettleMs = 3_000
 /** Longest wait for a daemon's search to warm up. */

@@ -30,3 +30,5 @@ writeFileSync(
   JSON.stringify({ version, gitCommit, builtAt: new Date().toISOString() }, null, 2),
 )
 chmodSync("dist/cli.js", 0o755)
+// Last, on the finished build: the code cache of the bundled CLI (see scripts/codeCache.mjs).
+run(process.execPath, ["scripts/codeCache.mjs"])

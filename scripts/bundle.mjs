@@ -1,56 +1,126 @@
-// Bundles the CLI for start-up time and memory: src/cli.ts (and the embedder's worker) into
-// dist/bundle/, one file per part that is imported lazily, with effect, the MCP SDK and zod inside
-// and tree-shaken. Loaded module by module, the CLI's ~1,700 ES modules cost 2.2 s of CPU and
-// 150 MiB before doing anything (effect's and @effect/platform-node's index modules load every
-// module they re-export); measured in docs/benchmarks.md (footprint). dist/cli.js becomes a
-// launcher of dist/bundle/cli.js.
+// Bundles the CLI for start-up time and memory: src/cli.ts into one CommonJS file,
+// dist/bundle/cli.cjs, with effect, the MCP SDK and zod inside and tree-shaken; the embedder's
+// worker into dist/bundle/ as an ES module; and dist/cli.js, the launcher that runs the bundle
+// with V8's code cache (src/cli/Launcher.ts; the cache is written by scripts/codeCache.mjs once
+// the build is complete). Loaded module by module, the CLI's ~1,700 ES modules cost 2.2 s of CPU
+// and 150 MiB before doing anything (effect's and @effect/platform-node's index modules load every
+// module they re-export); bundled as ES modules, compiling them was still about a fifth of the CPU
+// before a first MCP answer, and Node 20 caches compiled code for CommonJS only (vm.Script). The
+// subcommands a run does not name are still not evaluated: esbuild wraps what is reached only by
+// import() in functions run on first import. Measured in docs/benchmarks.md (footprint).
 //
 // Every bundled file sits exactly one directory below dist/, as the files tsc writes to
 // dist/<area>/ do, so the paths modules compute from import.meta.url (build-info.json, the
 // packaged model, the dashboard, the worker beside the embedder) are the same bundled or not.
 // Packages with native addons, or that find files or modules of their own at run time, stay
-// external and load from node_modules as before.
-import { chmodSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+// external and load from node_modules as before (by require(): each has a CommonJS entry).
+import { chmodSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { readFile } from "node:fs/promises"
 import { build } from "esbuild"
 
-/** The packages bundled (with what they import); every other dependency stays external. */
-const bundled = new Set(["effect", "@effect/platform-node", "@modelcontextprotocol/sdk"])
+/**
+ * The packages bundled (with what they import); every other dependency stays external. ws and
+ * ulid are plain JavaScript (ws's optional native helpers, bufferutil and utf-8-validate, stay
+ * outside): bundled, their code is in the code cache instead of compiled by every process that
+ * loads them (~20 and ~10 ms).
+ */
+const bundled = new Set(["effect", "@effect/platform-node", "@modelcontextprotocol/sdk", "ws", "ulid"])
 const { dependencies } = JSON.parse(readFileSync("package.json", "utf8"))
-const external = Object.keys(dependencies)
-  .filter((name) => !bundled.has(name))
-  .flatMap((name) => [name, `${name}/*`])
+const external = [...Object.keys(dependencies).filter((name) => !bundled.has(name)), "utf-8-validate"].flatMap(
+  (name) => [name, `${name}/*`],
+)
 
-rmSync("dist/bundle", { recursive: true, force: true })
-const result = await build({
-  entryPoints: {
-    cli: "src/cli.ts",
-    EmbedderWorker: "src/search/EmbedderWorker.ts",
-    SearchWorker: "src/search/SearchWorker.ts",
-  },
-  outdir: "dist/bundle",
+/**
+ * effect's CLI builds an `Intl.Segmenter` when its module loads (about 17 ms: ICU loads its break
+ * rules), in every process, though only help and error output measures text with it: here it is
+ * built on first use instead. If effect's code changes so that the line is not found, the build
+ * says so and bundles it unchanged.
+ */
+const lazyGraphemeSegmenter = {
+  name: "lazy-grapheme-segmenter",
+  setup: (build) =>
+    build.onLoad({ filter: /[\\/]effect[\\/]dist[\\/]cli[\\/]CliOutput\.js$/ }, async ({ path }) => {
+      const source = await readFile(path, "utf8")
+      const eager =
+        /const graphemeSegmenter = \/\*#__PURE__\*\/new Intl\.Segmenter\(undefined, \{\s*granularity: "grapheme"\s*\}\);/
+      if (!eager.test(source)) {
+        console.warn(`bundle: ${path} no longer builds its Intl.Segmenter as expected; bundled unchanged`)
+        return undefined
+      }
+      const lazy =
+        'let graphemeSegmenterBuilt; const graphemeSegmenter = { segment: (text) => (graphemeSegmenterBuilt ??= new Intl.Segmenter(undefined, { granularity: "grapheme" })).segment(text) };'
+      return { contents: source.replace(eager, lazy), loader: "js" }
+    }),
+}
+
+const common = {
   bundle: true,
-  splitting: true,
-  format: "esm",
   platform: "node",
   target: "node20",
-  chunkNames: "[name]-[hash]",
   external,
   sourcemap: "linked",
   legalComments: "none",
   logLevel: "warning",
+  metafile: true,
+}
+
+rmSync("dist/bundle", { recursive: true, force: true })
+const cli = await build({
+  ...common,
+  entryPoints: ["src/cli.ts"],
+  outfile: "dist/bundle/cli.cjs",
+  format: "cjs",
+  plugins: [lazyGraphemeSegmenter],
+  // ASCII only (other characters escaped): the launcher decodes it as Latin-1 into a one-byte string,
+  // several times faster than UTF-8 into a two-byte one, and V8 scans one-byte source faster.
+  charset: "ascii",
+  // What import.meta means in an ES module, for the bundle's one file.
+  banner: {
+    js: '"use strict";const __mnemosImportMetaUrl = require("node:url").pathToFileURL(__filename).href;',
+  },
+  define: {
+    "import.meta.url": "__mnemosImportMetaUrl",
+    "import.meta.dirname": "__dirname",
+    "import.meta.filename": "__filename",
+  },
+})
+// The launcher wraps the bundle in a function: src/cli.ts's #! line becomes a comment of the same
+// length. esbuild leaves other characters than ASCII in comments and regular expressions, where
+// \uXXXX means the same character (a pair of them, one outside the BMP).
+const cliSource = readFileSync("dist/bundle/cli.cjs", "utf8")
+writeFileSync(
+  "dist/bundle/cli.cjs",
+  cliSource
+    .replace(/^#!/, "//")
+    .replace(/[^\0-\x7f]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`),
+)
+chmodSync("dist/bundle/cli.cjs", 0o644)
+const workers = await build({
+  ...common,
+  entryPoints: { EmbedderWorker: "src/search/EmbedderWorker.ts", SearchWorker: "src/search/SearchWorker.ts" },
+  outdir: "dist/bundle",
+  splitting: true,
+  format: "esm",
+  chunkNames: "[name]-[hash]",
   // CommonJS dependencies bundled into ES modules still call require().
   banner: {
     js: 'import { createRequire as __mnemosRequire } from "node:module";const require = __mnemosRequire(import.meta.url);',
   },
-  metafile: true,
 })
-const outputs = Object.entries(result.metafile.outputs).filter(([file]) => file.endsWith(".js"))
-const bytes = outputs.reduce((sum, [, output]) => sum + output.bytes, 0)
-writeFileSync(
-  "dist/cli.js",
-  '#!/usr/bin/env node\n// The bundled CLI (scripts/bundle.mjs); dist/<area>/*.js are the unbundled modules.\nimport "./bundle/cli.js"\n',
-)
+await build({
+  ...common,
+  entryPoints: ["src/cli/Launcher.ts"],
+  outfile: "dist/cli.js",
+  format: "esm",
+  sourcemap: false,
+  banner: { js: "#!/usr/bin/env node\n// Runs the bundled CLI, dist/bundle/cli.cjs (scripts/bundle.mjs)." },
+})
 chmodSync("dist/cli.js", 0o755)
+const outputs = [cli, workers].flatMap((result) =>
+  Object.keys(result.metafile.outputs).filter((file) => !file.endsWith(".map")),
+)
+const bytes = outputs.reduce((sum, file) => sum + statSync(file).size, 0)
+const inputs = new Set([cli, workers].flatMap((result) => Object.keys(result.metafile.inputs)))
 console.log(
-  `bundle: dist/bundle/ ${outputs.length} files, ${(bytes / 1024 / 1024).toFixed(1)} MiB, from ${Object.keys(result.metafile.inputs).length} modules`,
+  `bundle: dist/bundle/ ${outputs.length} files, ${(bytes / 1024 / 1024).toFixed(1)} MiB, from ${inputs.size} modules`,
 )

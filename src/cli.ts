@@ -13,17 +13,22 @@ import { versionLine } from "./cli/BuildInfo.ts"
 import { withForceFlag } from "./cli/ForceFlag.ts"
 import { runMain } from "./cli/Main.ts"
 
-/** Each subcommand, in help order, and how to load it. */
+/** The built-in flags that list or complete subcommands. */
+const helpFlags: ReadonlyArray<string> = ["--help", "-h", "--completions"]
+
+/** Each subcommand, in help order, and how to load it for the command line `args`. */
 const subcommands = [
   ["serve", async () => [(await import("./cli/ServeCommand.ts")).serveCommand]],
   [
     "mcp",
-    async () => {
-      const [{ mcpCommand }, { mcpInstallCommands }] = await Promise.all([
-        import("./cli/McpCommand.ts"),
-        import("./cli/McpInstallCommands.ts"),
-      ])
-      // `mnemos mcp` alone runs the stdio shim (its own handler); `mnemos mcp install|uninstall|status` are subcommands.
+    async (args: ReadonlyArray<string>) => {
+      const { mcpCommand, mcpSubcommandNames } = await import("./cli/McpCommand.ts")
+      // `mnemos mcp` alone runs the stdio shim (its own handler), which MCP clients start and then
+      // wait for: `mnemos mcp install|uninstall|status` (and the packages that edit clients'
+      // configurations) load only for a line that may name one of them or asks for help.
+      const mayNameOne = args.some((arg) => mcpSubcommandNames.includes(arg) || helpFlags.includes(arg))
+      if (!mayNameOne) return [mcpCommand]
+      const { mcpInstallCommands } = await import("./cli/McpInstallCommands.ts")
       return [mcpCommand.pipe(Command.withSubcommands(mcpInstallCommands))]
     },
   ],
@@ -45,20 +50,20 @@ type Subcommand = Awaited<ReturnType<(typeof subcommands)[number][1]>>[number]
 const commandsFor = async (args: ReadonlyArray<string>): Promise<ReadonlyArray<Subcommand>> => {
   const named = args.find((arg) => !arg.startsWith("-"))
   const chosen = subcommands.filter(([name]) => name === named)
-  const loaded = await Promise.all((chosen.length > 0 ? chosen : subcommands).map(([, load]) => load()))
+  const loaded = await Promise.all((chosen.length > 0 ? chosen : subcommands).map(([, load]) => load(args)))
   return loaded.flat()
 }
 
-const mnemos = Command.make("mnemos").pipe(
-  Command.withDescription("mnemos — durable, fast memory for AI coding agents, over MCP"),
-  Command.withSubcommands(await commandsFor(process.argv.slice(2))),
-  withForceFlag,
-)
-
-runMain(
-  mnemos.pipe(
-    Command.run({ version: versionLine() }),
-    Effect.provide(NodeServices.layer),
-    Effect.provideService(Logger.LogToStderr, true),
+// No top-level await: the bundle is CommonJS (scripts/bundle.mjs), so that V8 can reuse its compiled code.
+void commandsFor(process.argv.slice(2)).then((commands) =>
+  runMain(
+    Command.make("mnemos").pipe(
+      Command.withDescription("mnemos — durable, fast memory for AI coding agents, over MCP"),
+      Command.withSubcommands(commands),
+      withForceFlag,
+      Command.run({ version: versionLine() }),
+      Effect.provide(NodeServices.layer),
+      Effect.provideService(Logger.LogToStderr, true),
+    ),
   ),
 )

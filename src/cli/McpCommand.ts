@@ -1,13 +1,17 @@
 /**
  * `mnemos mcp`: the stdio entry point MCP clients launch. Proxies to the daemon that owns the
- * data directory, starting one when none answers (see transports/Shim.ts).
+ * data directory, starting one when none answers (see transports/Shim.ts). The daemon is looked
+ * for, and started, before the shim's own modules load: a daemon's start is most of the wait for
+ * the first answer, and it runs meanwhile.
  */
 import { Effect, Option } from "effect"
 import { Command, Flag } from "effect/cli"
 import { resolveDataDir } from "../stores/DataDir.ts"
-import { defaultHost } from "../transports/Daemon.ts"
-import { runShim } from "../transports/Shim.ts"
+import { defaultHost, findOrStartDaemon } from "../transports/Daemon.ts"
 import { dataDirFlag, portFlag } from "./ServeCommand.ts"
+
+/** The names of `mnemos mcp`'s subcommands (McpInstallCommands.ts), known without loading them. */
+export const mcpSubcommandNames: ReadonlyArray<string> = ["install", "uninstall", "status"]
 
 export const mcpCommand = Command.make(
   "mcp",
@@ -25,6 +29,9 @@ export const mcpCommand = Command.make(
   },
   Effect.fn(function* ({ dataDir, port, host, noStart }) {
     const location = resolveDataDir(Option.getOrUndefined(dataDir))
-    yield* Effect.promise(() => runShim({ dataDir: location.path, host, port, autoStart: !noStart }))
+    const target = { dataDir: location.path, host, port, autoStart: !noStart }
+    const firstSearch = yield* Effect.promise(() => findOrStartDaemon(target))
+    const { runShim } = yield* Effect.promise(() => import("../transports/Shim.ts"))
+    yield* Effect.promise(() => runShim({ ...target, firstSearch }))
   }),
 ).pipe(Command.withDescription("Speak MCP on stdio through the daemon of the data directory (what MCP clients launch)"))

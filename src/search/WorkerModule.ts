@@ -10,7 +10,8 @@ import { Worker } from "node:worker_threads"
 
 /** A worker running module `name` (no extension) of the directory of `callerUrl` (an `import.meta.url`). */
 export const startModuleWorker = (callerUrl: string, name: string, workerData: unknown): Worker => {
-  if (fileURLToPath(callerUrl).endsWith(".js")) return new Worker(new URL(`./${name}.js`, callerUrl), { workerData })
+  // Built code (dist/<area>/*.js, or the bundled CLI, dist/bundle/cli.cjs) starts the built worker.
+  if (!fileURLToPath(callerUrl).endsWith(".ts")) return new Worker(new URL(`./${name}.js`, callerUrl), { workerData })
   const tsxApi = pathToFileURL(
     createRequire(callerUrl)
       .resolve("tsx/esm/api")

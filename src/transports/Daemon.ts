@@ -2,12 +2,15 @@
  * The daemon's presence on disk and on the network: where a data directory's daemon listens
  * (`daemon.json` in the data directory, written once listening, removed at shutdown), its bearer
  * token (`token`, mode 0600, made on first need), and `/ping` probes used by `mnemos serve` (is
- * this port already ours?) and by the `mnemos mcp` shim (is the daemon up?).
+ * this port already ours?) and by the `mnemos mcp` shim (is the daemon up?), and finding or
+ * starting the daemon of a data directory (`findOrStartDaemon`): the shim's first step, light
+ * enough to take before the shim itself is loaded, so that the daemon starts while it loads.
  */
+import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { chmodSync, existsSync, readFileSync, rmSync } from "node:fs"
+import { chmodSync, existsSync, mkdirSync, openSync, readFileSync, rmSync } from "node:fs"
 import { request } from "node:http"
-import { join } from "node:path"
+import { join, resolve as resolvePath } from "node:path"
 import { writeFileAtomic } from "../cli/AtomicFile.ts"
 import { isAlive } from "../stores/DataDir.ts"
 
@@ -109,3 +112,66 @@ export const ping = (host: string, port: number, timeoutMs = pingTimeoutMs): Pro
     req.on("error", () => resolve(undefined))
     req.end()
   })
+
+/** Where to find (or start) the daemon of a data directory, and whether to start one. */
+export interface DaemonTarget {
+  readonly dataDir: string
+  /** Where to look for (or start) the daemon when the data directory names none. */
+  readonly host?: string
+  readonly port?: number
+  /** Start a daemon when none answers (default true). */
+  readonly autoStart?: boolean
+  readonly log?: (line: string) => void
+}
+
+/** What `findOrStartDaemon` found. */
+export type DaemonSearch =
+  /** A daemon of the data directory answers (with autoStart off: any mnemos daemon). */
+  | { readonly _tag: "Found"; readonly host: string; readonly port: number }
+  /** None answered and the port was free: a daemon was started there, and may not listen yet. */
+  | { readonly _tag: "Started"; readonly host: string; readonly port: number }
+  /** None answered, and the daemon of another data directory holds the port to start one on. */
+  | { readonly _tag: "Occupied"; readonly port: number; readonly occupant: PingAnswer }
+  /** None answered, and autoStart is off. */
+  | { readonly _tag: "Absent" }
+
+/** The shim's lines on stderr. */
+export const shimLog = (line: string): void => void process.stderr.write(`mnemos mcp: ${line}\n`)
+
+/** Starts a detached `mnemos serve` of `dataDir` on host:port, logging to the data directory's daemon.log. */
+const startDaemon = (target: DaemonTarget, host: string, port: number): void => {
+  mkdirSync(target.dataDir, { recursive: true, mode: 0o700 })
+  const logFd = openSync(join(target.dataDir, "daemon.log"), "a", 0o600)
+  const cli = resolvePath(process.argv[1] ?? "")
+  const child = spawn(
+    process.execPath,
+    [...process.execArgv, cli, "serve", "--data-dir", target.dataDir, "--host", host, "--port", String(port)],
+    { detached: true, stdio: ["ignore", logFd, logFd] },
+  )
+  child.unref()
+  ;(target.log ?? shimLog)(
+    `started a daemon (pid ${child.pid}) for ${target.dataDir} on ${host}:${port}; its log is ${join(target.dataDir, "daemon.log")}`,
+  )
+}
+
+/**
+ * Finds the daemon of `target.dataDir` (where `daemon.json` says, else `target`'s host and port),
+ * or starts one on `target`'s host and port when none answers and the port is free.
+ */
+export const findOrStartDaemon = async (target: DaemonTarget): Promise<DaemonSearch> => {
+  const recorded = readDaemonInfo(target.dataDir)
+  const host = recorded?.host ?? target.host ?? defaultHost
+  const port = recorded?.port ?? target.port ?? defaultPort
+  const answer = await ping(host, port)
+  // With autoStart off the daemon may be remote (another machine's data directory): any mnemos answers.
+  if (answer !== undefined && (answer.dataDir === target.dataDir || target.autoStart === false))
+    return { _tag: "Found", host, port }
+  if (target.autoStart === false) return { _tag: "Absent" }
+  const wanted = { host: target.host ?? defaultHost, port: target.port ?? defaultPort }
+  // Asked already when the data directory names no other place (one round trip less before a start).
+  const occupant = wanted.host === host && wanted.port === port ? answer : await ping(wanted.host, wanted.port)
+  if (occupant !== undefined && occupant.dataDir !== target.dataDir)
+    return { _tag: "Occupied", port: wanted.port, occupant }
+  if (occupant === undefined) startDaemon(target, wanted.host, wanted.port)
+  return { _tag: "Started", ...wanted }
+}

@@ -23,8 +23,10 @@ import {
 } from "node:http"
 import { type AddressInfo, isIP } from "node:net"
 import { isAbsolute } from "node:path"
-import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js"
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
+// Both loaded on first use: importing the Streamable HTTP transport loads Node's fetch (undici) and
+// http2, ~50 ms of CPU before a daemon could listen, for a transport most clients never use.
+import type { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js"
+import type { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js"
 import { type Context, Effect, Exit, Scope } from "effect"
@@ -263,6 +265,7 @@ export const startHttpServer = (
           error: { code: -32000, message: "Bad Request: no valid session ID (send initialize first)" },
         })
       let handle: SessionHandle | undefined
+      const { StreamableHTTPServerTransport } = await import("@modelcontextprotocol/sdk/server/streamableHttp.js")
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
         onsessioninitialized: (id) => {
@@ -281,6 +284,7 @@ export const startHttpServer = (
 
     const handleSse = async (req: IncomingMessage, res: ServerResponse, url: URL) => {
       if (req.method === "GET" && url.pathname === "/sse") {
+        const { SSEServerTransport } = await import("@modelcontextprotocol/sdk/server/sse.js")
         const transport = new SSEServerTransport("/messages", res)
         sse.set(transport.sessionId, transport)
         transport.onclose = () => void sse.delete(transport.sessionId)

@@ -26,14 +26,11 @@
  *   its data directory, which may have applied it. The shim keeps trying, with backoff, and
  *   serves again as soon as a connection opens. It never hangs silently.
  */
-import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { mkdirSync, openSync } from "node:fs"
 import type { IncomingMessage } from "node:http"
-import { join, resolve } from "node:path"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import WebSocket from "ws"
-import { defaultHost, defaultPort, ping, readDaemonInfo, readToken } from "./Daemon.ts"
+import { type DaemonSearch, type DaemonTarget, findOrStartDaemon, ping, readToken, shimLog } from "./Daemon.ts"
 import { StdioLineTransport } from "./StdioLines.ts"
 import { frameBytesHardMax } from "./WebSocketTransport.ts"
 
@@ -69,14 +66,12 @@ const refusalText = (response: IncomingMessage): Promise<string> =>
   })
 
 /** How the shim is set up. */
-export interface ShimConfig {
-  readonly dataDir: string
-  /** Where to look for (or start) the daemon when the data directory names none. */
-  readonly host?: string
-  readonly port?: number
-  /** Start a daemon when none answers (default true). */
-  readonly autoStart?: boolean
-  readonly log?: (line: string) => void
+export interface ShimConfig extends DaemonTarget {
+  /**
+   * The first search for the daemon, when the caller made it before loading the shim (so that a
+   * daemon it started starts meanwhile); later ones the shim makes itself.
+   */
+  readonly firstSearch?: DaemonSearch
 }
 
 type Id = string | number
@@ -89,7 +84,7 @@ const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
 
 /** Runs the shim until the client closes stdin; resolves then. */
 export const runShim = async (config: ShimConfig): Promise<void> => {
-  const log = config.log ?? ((line: string) => process.stderr.write(`mnemos mcp: ${line}\n`))
+  const log = config.log ?? shimLog
   const clientId = randomBytes(16).toString("base64url")
   const stdio = new StdioLineTransport()
   const pending = new Map<Id, JSONRPCMessage & { id: Id }>()
@@ -188,46 +183,23 @@ export const runShim = async (config: ShimConfig): Promise<void> => {
     if (queued.length < shimBufferedMessagesMax) queued.push(message)
   }
 
-  const startDaemon = (host: string, port: number) => {
-    mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
-    const logFd = openSync(join(config.dataDir, "daemon.log"), "a", 0o600)
-    const cli = resolve(process.argv[1] ?? "")
-    const child = spawn(
-      process.execPath,
-      [...process.execArgv, cli, "serve", "--data-dir", config.dataDir, "--host", host, "--port", String(port)],
-      {
-        detached: true,
-        stdio: ["ignore", logFd, logFd],
-      },
-    )
-    child.unref()
-    log(
-      `started a daemon (pid ${child.pid}) for ${config.dataDir} on ${host}:${port}; its log is ${join(config.dataDir, "daemon.log")}`,
-    )
-  }
-
+  let firstSearch = config.firstSearch
   /** Finds (or starts) the daemon of this data directory; undefined while it cannot be reached. */
   const locateDaemon = async (): Promise<{ host: string; port: number } | undefined> => {
-    const recorded = readDaemonInfo(config.dataDir)
-    const host = recorded?.host ?? config.host ?? defaultHost
-    const port = recorded?.port ?? config.port ?? defaultPort
-    const answer = await ping(host, port)
-    // With --no-start the daemon may be remote (another machine's data directory): any mnemos answers.
-    if (answer !== undefined && (answer.dataDir === config.dataDir || config.autoStart === false)) return { host, port }
-    if (config.autoStart === false) return undefined
-    const wanted = { host: config.host ?? defaultHost, port: config.port ?? defaultPort }
-    const occupant = await ping(wanted.host, wanted.port)
-    if (occupant !== undefined && occupant.dataDir !== config.dataDir) {
+    const search = firstSearch ?? (await findOrStartDaemon({ ...config, log }))
+    firstSearch = undefined
+    if (search._tag === "Found") return search
+    if (search._tag === "Absent") return undefined
+    if (search._tag === "Occupied") {
       refuseUnsent(
-        `the mnemos daemon for ${config.dataDir} cannot start: port ${wanted.port} serves another data directory (${occupant.dataDir}); pass --port to use another`,
+        `the mnemos daemon for ${config.dataDir} cannot start: port ${search.port} serves another data directory (${search.occupant.dataDir}); pass --port to use another`,
       )
       return undefined
     }
-    if (occupant === undefined) startDaemon(wanted.host, wanted.port)
     const deadline = Date.now() + daemonStartTimeoutMs
     while (Date.now() < deadline && !closed) {
-      const ready = await ping(wanted.host, wanted.port)
-      if (ready !== undefined && ready.dataDir === config.dataDir) return wanted
+      const ready = await ping(search.host, search.port)
+      if (ready !== undefined && ready.dataDir === config.dataDir) return search
       await sleep(daemonStartPollMs)
     }
     return undefined

@@ -9,6 +9,8 @@ import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 import { afterAll, assert, describe, it } from "vitest"
+import { mcpSubcommandNames } from "../../src/cli/McpCommand.ts"
+import { mcpInstallCommands } from "../../src/cli/McpInstallCommands.ts"
 import { catalogue, defaultToolsets, toolsets } from "../../src/tools/Catalogue.ts"
 import { toolsetNames } from "../../src/tools/Toolsets.ts"
 import { removeTempDirs, tempDir } from "./support.ts"
@@ -53,6 +55,20 @@ describe("lazy loading of the command line", () => {
     assert.deepStrictEqual(heavyIn(modulesLoadedBy(["serve", "--help"])), [])
     // A command that opens the engine does load it: the hook sees what it should.
     assert.isNotEmpty(heavyIn(modulesLoadedBy(["--help"])))
+  })
+
+  it("mnemos mcp (the shim) loads none of the install commands, which mcp --help lists", () => {
+    const install = [/\/src\/cli\/McpInstallCommands\.ts$/, /\/node_modules\/(jsonc-parser|smol-toml)\//]
+    const installIn = (urls: ReadonlyArray<string>) =>
+      urls.filter((url) => install.some((pattern) => pattern.test(url)))
+    // No daemon answers on this port and none may be started: the shim ends with its (empty) stdin.
+    const shim = ["mcp", "--no-start", "--data-dir", tempDir("mnemos-shim-"), "--port", "9"]
+    assert.deepStrictEqual(installIn(modulesLoadedBy(shim)), [])
+    assert.isNotEmpty(installIn(modulesLoadedBy(["mcp", "--help"])))
+    assert.deepStrictEqual(
+      mcpSubcommandNames,
+      mcpInstallCommands.map((command) => command.name),
+    )
   })
 
   it("serve --toolsets names exactly the catalogue's toolsets", () => {
