@@ -11,13 +11,15 @@
  * the ratio mnemos/official per phase and in total (target: total <= 0.05 at 10k), the latency
  * percentiles of the sequential create_entities calls (target: p50 <= 1 ms, p99 <= 5 ms), and the peak
  * RSS (VmHWM) of each server process. Both servers' answers are checked to agree (entity and
- * relation counts, total matches of the searches and opens).
+ * relation counts, total matches of the searches and opens). mnemos runs as users run it, the
+ * built CLI (dist/cli.js: `npm run build` first; from source, tsx and the unbundled modules add
+ * about 100 MiB to each of its threads).
  *
  * Then, in-process, search_nodes latency at 100k entities / 300k observations (20k quick): the
  * substring index alone (bench/searchNodes.ts), and end to end through `GraphSearch.searchNodes`
  * on an engine on a temporary data directory (LMDB reads and result assembly included).
  */
-import { mkdtempSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
@@ -31,6 +33,7 @@ import {
   type McpServerProcess,
   peakRssBytes,
   type ServerKind,
+  builtCli,
   startMnemos,
   startOfficial,
   stop,
@@ -121,7 +124,8 @@ const countOf = (structured: unknown, key: "entities" | "relations") =>
   ((structured as Record<string, ReadonlyArray<unknown>> | undefined)?.[key] ?? []).length
 
 const runWorkload = async (kind: ServerKind, workload: Workload): Promise<ServerRun> => {
-  const server: McpServerProcess = kind === "mnemos" ? await startMnemos() : await startOfficial()
+  const server: McpServerProcess =
+    kind === "mnemos" ? await startMnemos(undefined, [], { built: true }) : await startOfficial()
   const { client } = server
   const ms = {} as Record<Phase, number>
   const calls = {} as Record<Phase, number>
@@ -238,6 +242,7 @@ const mib = (bytes: number | undefined) => (bytes === undefined ? "n/a" : round(
 export const suite: BenchSuite = {
   title: "knowledge graph over MCP stdio: official server vs mnemos; in-process search_nodes at scale",
   run: async ({ quick }) => {
+    if (!existsSync(builtCli)) throw new Error(`${builtCli} is missing: run npm run build first`)
     const entityCount = quick ? 1_000 : 10_000
     const queryCount = quick ? 100 : 1_000
     const workload = makeWorkload(entityCount, queryCount)

@@ -1,7 +1,7 @@
 /**
  * MCP clients for protocol-level tests and benchmarks: the SDK `Client` over stdio against a
  * real server process, either mnemos (`node --import tsx src/cli.ts serve --stdio --data-dir
- * DIR`) or the official `@modelcontextprotocol/server-memory` (`MEMORY_FILE_PATH=FILE`).
+ * DIR`, or the built `dist/cli.js`) or the official `@modelcontextprotocol/server-memory` (`MEMORY_FILE_PATH=FILE`).
  *
  * Every process and temporary directory started here is tracked; `cleanup()` closes the former
  * and removes the latter (call it in `afterAll`/`afterEach`). `restartMnemos` stops a mnemos
@@ -119,14 +119,28 @@ const connect = async (
   return server
 }
 
-/** Starts mnemos on `dataDir` (a fresh temporary directory when omitted). */
+/** The built CLI (`npm run build`), which benchmarks measure: what users run. */
+export const builtCli = join(repoRoot, "dist", "cli.js")
+
+/**
+ * Starts mnemos on `dataDir` (a fresh temporary directory when omitted): from source (tests: the
+ * code under test, no build needed), or the built CLI with `built`.
+ */
 export const startMnemos = (
   dataDir: string = tempDir("mnemos-mcp-"),
   extraArgs: ReadonlyArray<string> = [],
+  options: { readonly built?: boolean } = {},
 ): Promise<McpServerProcess> =>
   connect("mnemos", dataDir, {
     command: process.execPath,
-    args: ["--import", "tsx", join(repoRoot, "src", "cli.ts"), "serve", "--stdio", "--data-dir", dataDir, ...extraArgs],
+    args: [
+      ...(options.built === true ? [builtCli] : ["--import", "tsx", join(repoRoot, "src", "cli.ts")]),
+      "serve",
+      "--stdio",
+      "--data-dir",
+      dataDir,
+      ...extraArgs,
+    ],
   })
 
 /** Starts the official memory server on `memoryFile` (a fresh temporary file when omitted). */
