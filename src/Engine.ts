@@ -22,6 +22,7 @@ import { graphStore } from "./graph/GraphStore.ts"
 import type { EncoderConfig } from "./search/EncoderLoader.ts"
 import * as SearchIndexer from "./search/Indexer.ts"
 import { searchSources } from "./search/SearchSources.ts"
+import type { openSearchThread } from "./search/SearchThread.ts"
 import { DataDirError, lockDataDir } from "./stores/DataDir.ts"
 import type { NatsSettings } from "./stores/NatsSettings.ts"
 import { readMembership } from "./stores/SharedMemory.ts"
@@ -56,6 +57,8 @@ export interface EngineConfig {
   readonly search?: {
     readonly model?: EncoderConfig
     readonly thread?: boolean
+    /** Starts the search thread (tests wrap it, to stop a thread as a crash would). */
+    readonly openThread?: typeof openSearchThread
   }
   /** A shared memory: every store's log is a JetStream stream on these NATS servers (docs/scaling.md). */
   readonly nats?: NatsSettings
@@ -128,6 +131,7 @@ export const layer = (config: EngineConfig) => {
     dataDir: config.dataDir,
     ...(config.search?.model !== undefined ? { embedder: { model: config.search.model } } : {}),
     ...(config.search?.thread !== undefined ? { thread: config.search.thread } : {}),
+    ...(config.search?.openThread !== undefined ? { openThread: config.search.openThread } : {}),
   })
   // A shared memory's daemons say they are there (the dashboard's panel); loaded only for one.
   const presence =

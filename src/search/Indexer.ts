@@ -56,6 +56,8 @@ export interface SearchHealth {
   readonly maxLagMs: number
   readonly eventsApplied: number
   readonly reconciles: number
+  /** Times the search thread stopped unasked and was replaced. */
+  readonly threadRestarts: number
   readonly pendingEmbeddings: number
   readonly embedder: EmbedderStatus
   readonly index: IndexStats
@@ -105,6 +107,8 @@ export interface IndexerConfig {
   readonly embedder?: EmbedderConfig
   /** Run the index in a worker thread of its own (default true). */
   readonly thread?: boolean
+  /** Starts the search thread (tests wrap it to stop a thread as a crash would). */
+  readonly openThread?: typeof openSearchThread
 }
 
 /** What a search thread that has not started reports: nothing indexed, no model loaded. */
@@ -146,9 +150,11 @@ export const makeIndexer = (config: IndexerConfig) =>
      */
     let thread: SearchThread | undefined
     let loaded: Promise<Readonly<Record<string, number>>> | undefined
+    let closing = false
+    let threadRestarts = 0
     const ensureThread = (): SearchThread => {
       if (thread !== undefined) return thread
-      const opened = openSearchThread(
+      const opened = (config.openThread ?? openSearchThread)(
         {
           stores: [...sources.keys()],
           dataDir: config.dataDir,
@@ -163,12 +169,30 @@ export const makeIndexer = (config: IndexerConfig) =>
       // Awaited by warm-up when there was an index to load; a thread closed before it is loaded
       // rejects it, which is no failure of anyone's.
       loaded.catch(() => undefined)
+      // Supervision: a thread that ends unasked (it should not; an out-of-memory error of its heap
+      // would) is replaced at the next need, which loads what was persisted; every store is then
+      // reconciled with a scan, as after a restart of the daemon, since the changes it had not yet
+      // persisted are gone with it. Requests it had not answered fail; later ones go to the new one.
+      void opened.ended.then((why) => {
+        if (closing || thread !== opened) return
+        thread = undefined
+        loaded = undefined
+        threadRestarts++
+        for (const name of sources.keys()) needsReconcile.add(name)
+        process.stderr.write(`mnemos: the search thread stopped (${why.message}); it restarts and catches up\n`)
+      })
       return opened
     }
-    yield* Effect.addFinalizer(() => Effect.promise(async () => thread?.close()))
+    yield* Effect.addFinalizer(() =>
+      Effect.promise(async () => {
+        closing = true
+        await thread?.close()
+      }),
+    )
     /** Asks the thread; a thread that failed is a defect (search cannot go on without its index). */
     const ask = <A>(question: () => Promise<A>) => Effect.promise(question)
-    const persistedIndex = config.dataDir !== undefined && existsSync(join(config.dataDir, "search", "lmdb"))
+    const persistedIndexExists = () =>
+      config.dataDir !== undefined && existsSync(join(config.dataDir, "search", "lmdb"))
 
     const lastSeq = new Map<string, number>()
     /** Groups refreshed by events since a store's reconcile began (per store). */
@@ -274,7 +298,14 @@ export const makeIndexer = (config: IndexerConfig) =>
         const known = yield* locked(
           Effect.andThen(
             Effect.sync(() => touchedSince.set(name, touched)),
-            ask(async () => (thread === undefined ? [] : await thread.call({ op: "groupsOf", store: name }))),
+            ask(async () => {
+              // A persisted index is loaded before it is compared with the scan (a restarted thread's too).
+              if (thread === undefined && persistedIndexExists()) ensureThread()
+              if (thread === undefined) return []
+              const current = thread
+              await loaded
+              return current.call({ op: "groupsOf", store: name })
+            }),
           ),
         )
         const seqBefore = appliedSeqOf(name)
@@ -323,8 +354,9 @@ export const makeIndexer = (config: IndexerConfig) =>
 
     /** Loads what was persisted, then reconciles every store that moved on without us. */
     const warmUp = Effect.gen(function* () {
-      if (persistedIndex) ensureThread()
-      const persistedSeqs = loaded === undefined ? {} : yield* ask(() => loaded!)
+      if (persistedIndexExists()) ensureThread()
+      // A thread that stopped while loading is replaced; every store is then reconciled anyway.
+      const persistedSeqs = loaded === undefined ? {} : yield* ask(() => loaded!.catch(() => ({})))
       for (const [name, seq] of Object.entries(persistedSeqs)) if (!lastSeq.has(name)) lastSeq.set(name, seq)
       state = "warming"
       for (const source of sources.values()) {
@@ -334,11 +366,11 @@ export const makeIndexer = (config: IndexerConfig) =>
         yield* store.read(() => undefined).pipe(Effect.ignore) // wait until the store has opened
         const persisted = persistedSeqs[name]
         if (persisted === undefined || persisted !== appliedSeqOf(name) || needsReconcile.has(name))
-          yield* reconcile(source)
+          yield* reconcile(source).pipe(Effect.catchCause(() => Effect.sync(() => needsReconcile.add(name))))
       }
       if (thread !== undefined) {
         const current = thread
-        yield* ask(() => current.call({ op: "embedMissing" }))
+        yield* ask(() => current.call({ op: "embedMissing" }).catch(() => null))
       }
       state = "warm"
       warmed = true
@@ -411,6 +443,7 @@ export const makeIndexer = (config: IndexerConfig) =>
         maxLagMs: core.maxLagMs,
         eventsApplied: core.eventsApplied,
         reconciles,
+        threadRestarts,
         pendingEmbeddings: core.pendingEmbeddings,
         embedder: core.embedder,
         index: core.index,

@@ -185,6 +185,10 @@ export interface SearchThread {
   readonly call: <C extends ThreadCall>(request: C) => Promise<ThreadAnswers[C["op"]]>
   /** Flushes search's persistence and ends the thread (waits at most `closeTimeoutMs`). */
   readonly close: () => Promise<void>
+  /** Resolves with why the thread ended, once it has: closed, or failed. */
+  readonly ended: Promise<Error>
+  /** Stops the thread at once, without flushing (what a crash of it would do). */
+  readonly terminate: () => Promise<void>
 }
 
 /** How long closing waits for the thread to flush before it is terminated. */
@@ -251,6 +255,11 @@ export const openSearchThread = (config: ThreadConfig, thread = true): SearchThr
       if (failure === undefined) send(request)
     },
     call,
+    ended: ended.then(() => failure ?? new SearchThreadError("search thread ended")),
+    terminate: async () => {
+      await terminate()
+      await ended
+    },
     close: async () => {
       if (failure !== undefined) return
       const closed = call({ op: "close" }).then(
