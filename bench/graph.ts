@@ -28,12 +28,12 @@ import * as Engine from "../src/Engine.ts"
 import { GraphSearch } from "../src/graph/GraphSearch.ts"
 import { graphStore } from "../src/graph/GraphStore.ts"
 import {
+  builtCli,
   callOk,
   cleanup,
   type McpServerProcess,
   peakRssBytes,
   type ServerKind,
-  builtCli,
   startMnemos,
   startOfficial,
   stop,
