@@ -153,6 +153,14 @@ export const makeIndexCore = (config: CoreConfig) =>
         }
       })
 
+    /** Replaces `groups` of `store` in the index and in persistence, embedding what they need. */
+    const replaceGroups = (store: string, groups: ReadonlyArray<GroupDocuments>) =>
+      Effect.suspend(() => {
+        const pending: Array<PendingEmbedding> = []
+        for (const group of groups) pending.push(...applyGroup(store, group))
+        return embed(pending)
+      })
+
     /**
      * Applies committed events' changes of one store: `groups` replace what the index holds, `seq`
      * becomes the store's persisted position, `at` (the first event's commit time) gives the lag.
@@ -160,26 +168,17 @@ export const makeIndexCore = (config: CoreConfig) =>
     const apply = (store: string, groups: ReadonlyArray<GroupDocuments>, seq: number, events: number, at: number) =>
       locked(
         Effect.gen(function* () {
-          const pending: Array<PendingEmbedding> = []
-          for (const group of groups) pending.push(...applyGroup(store, group))
           setSeq(store, seq)
           eventsApplied += events
-          yield* embed(pending)
+          yield* replaceGroups(store, groups)
           const lag = Math.max(0, (yield* Clock.currentTimeMillis) - at)
           lastLagMs = lag
           maxLagMs = Math.max(maxLagMs, lag)
         }),
       )
 
-    /** Replaces groups found by a scan of a store (reconciling), embedding what they need. */
-    const replace = (store: string, groups: ReadonlyArray<GroupDocuments>) =>
-      locked(
-        Effect.gen(function* () {
-          const pending: Array<PendingEmbedding> = []
-          for (const group of groups) pending.push(...applyGroup(store, group))
-          yield* embed(pending)
-        }),
-      )
+    /** Replaces groups found by a scan of a store (reconciling). */
+    const replace = (store: string, groups: ReadonlyArray<GroupDocuments>) => locked(replaceGroups(store, groups))
 
     /**
      * Loads what was persisted, in slices; returns each store's persisted sequence (what the

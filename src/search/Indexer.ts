@@ -395,31 +395,15 @@ export const makeIndexer = (config: IndexerConfig) =>
     // Last: send what was published, so the thread's flush at close holds the newest state.
     yield* Effect.addFinalizer(() => locked(drain).pipe(Effect.ignore))
 
-    /**
-     * Drains under the lock, then asks the thread (started if need be): the question is sent after
-     * every change before it.
-     */
+    /** Drains under the lock, then sends `question`: it reaches the thread after every change before it. */
+    const afterDrainAsk = <A>(question: () => Promise<A>) =>
+      Effect.flatMap(locked(Effect.andThen(drain, Effect.sync(question))), (answer) => Effect.promise(() => answer))
+    /** Asks the thread after draining, starting it if need be. */
     const afterDrain = <A>(question: (thread: SearchThread) => Promise<A>) =>
-      Effect.flatMap(
-        locked(
-          Effect.andThen(
-            drain,
-            Effect.sync(() => question(ensureThread())),
-          ),
-        ),
-        (answer) => Effect.promise(() => answer),
-      )
+      afterDrainAsk(() => question(ensureThread()))
     /** Like `afterDrain`, but without a thread answers `idle` (nothing is indexed). */
     const afterDrainOr = <A>(idle: A, question: (thread: SearchThread) => Promise<A>) =>
-      Effect.flatMap(
-        locked(
-          Effect.andThen(
-            drain,
-            Effect.sync(() => (thread === undefined ? Promise.resolve(idle) : question(thread))),
-          ),
-        ),
-        (answer) => Effect.promise(() => answer),
-      )
+      afterDrainAsk(() => (thread === undefined ? Promise.resolve(idle) : question(thread)))
 
     const search = (request: SearchRequest) =>
       Effect.gen(function* () {
