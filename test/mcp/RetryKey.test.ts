@@ -60,10 +60,12 @@ describe("retryKey", () => {
     expect(key.length).toBeLessThanOrEqual(128 + 1 + 43)
   })
 
-  it("canonical JSON parses back to the same value", () => {
+  it("canonical JSON parses back to the value JSON itself carries", () => {
     fc.assert(
       fc.property(json, (value) => {
-        expect(JSON.parse(canonicalJson(value))).toEqual(value)
+        // Compared through JSON.stringify: JSON has no -0 (both write it as 0, and a request's
+        // -0 and 0 are one number to every tool).
+        expect(JSON.parse(canonicalJson(value))).toEqual(JSON.parse(JSON.stringify(value)))
       }),
       { seed },
     )
