@@ -20,7 +20,7 @@
 import { readdirSync, renameSync, rmSync, statSync } from "node:fs"
 import { join } from "node:path"
 import { type Database, open, type RootDatabase } from "lmdb"
-import { guardLmdbCommitRejections, settleLmdbWrite } from "../stores/Checkpoint.ts"
+import { guardLmdbCommitRejections, lmdbUsedBytes, settleLmdbWrite } from "../stores/Checkpoint.ts"
 import { decodeKey, encodeKey } from "../stores/KeyCodec.ts"
 import type { SearchDocument } from "./SearchDocument.ts"
 
@@ -94,6 +94,38 @@ function* groupRuns(entries: Iterable<{ key: string; value: SearchDocument }>): 
   if (current !== undefined) yield current
 }
 
+/** Documents read per range query while loading. */
+const loadBatchEntries = 1024
+
+/**
+ * Every persisted group in key order, read in batches of whole groups, each range read to its end
+ * at once. The load goes on for seconds between other work; an iterator kept open that long holds
+ * its snapshot, and LMDB cannot reuse the pages any commit frees meanwhile (a load during heavy
+ * indexing grew the file to four times its live data). A group replaced or deleted between two
+ * batches is one the load skips anyway (IndexCore's `replacedWhileLoading`).
+ */
+function* batchedGroups(documents: Database<SearchDocument, Buffer>): Iterable<PersistedGroup> {
+  let start: Buffer | undefined
+  let limit = loadBatchEntries
+  for (;;) {
+    const batch = [...documents.getRange(start === undefined ? { limit } : { start, limit })]
+    const groups = [...groupRuns(batch.map(({ key, value }) => ({ key: decodeKey(key), value })))]
+    if (batch.length < limit) {
+      yield* groups
+      return
+    }
+    if (groups.length === 1) {
+      limit *= 2 // one group larger than the batch: read it whole
+      continue
+    }
+    // The last group may go on past the batch: it starts the next one.
+    const last = groups.pop()!
+    yield* groups
+    start = batch[batch.length - last.documents.length]!.key
+    limit = loadBatchEntries
+  }
+}
+
 interface Handles {
   readonly env: RootDatabase
   readonly documents: Database<SearchDocument, Buffer>
@@ -165,6 +197,11 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
   let lastWrite: Promise<unknown> = Promise.resolve()
   let failure: unknown
   const watch = (write: Promise<unknown>): void => {
+    // A read keeps its snapshot until the thread's next macrotask, which a busy search thread
+    // (a long embedding run) can put off for seconds; pages freed by the commits made meanwhile
+    // cannot be reused while it is held, so the file grew to 4x its live data. Letting go of it
+    // at each write bounds that to the transaction in flight.
+    handles.env.resetReadTxn()
     if (write === lastWrite) return
     lastWrite = write
     void settleLmdbWrite(write).then((failed) => {
@@ -180,13 +217,7 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
     await settleLmdbWrite(handles.env.flushed)
   }
   return {
-    groups: () =>
-      groupRuns(
-        handles.documents.getRange({}).map(({ key, value }) => ({ key: decodeKey(key), value })) as Iterable<{
-          key: string
-          value: SearchDocument
-        }>,
-      ),
+    groups: () => batchedGroups(handles.documents),
     vector: (id) => {
       const bytes = handles.vectors.getBinary(encodeKey(id))
       return bytes === undefined ? undefined : decodeVector(bytes)
@@ -204,18 +235,7 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
       }),
     modelId: () => handles.meta.get(encodeKey("model")) as string | undefined,
     setModelId: (id) => watch(handles.meta.put(encodeKey("model"), id)),
-    sizeBytes: () => {
-      const stat = handles.env.getStats() as {
-        treeBranchPageCount?: number
-        treeLeafPageCount?: number
-        overflowPages?: number
-        pageSize?: number
-      }
-      return (
-        ((stat.treeBranchPageCount ?? 0) + (stat.treeLeafPageCount ?? 0) + (stat.overflowPages ?? 0)) *
-        (stat.pageSize ?? 4096)
-      )
-    },
+    sizeBytes: () => lmdbUsedBytes([handles.env, handles.documents, handles.vectors, handles.meta]),
     compact: async () => {
       await settled()
       const bytesBefore = dirBytes(path)

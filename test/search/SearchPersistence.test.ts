@@ -5,6 +5,8 @@
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { setTimeout as sleep } from "node:timers/promises"
+import { open } from "lmdb"
 import { afterAll, assert, describe, it } from "vitest"
 import type { SearchDocument } from "../../src/search/SearchDocument.ts"
 import {
@@ -105,5 +107,60 @@ describe.each(layers)("SearchPersistence (%s)", (_, make) => {
     const third = layer.open()
     assert.deepStrictEqual([...third.groups()], [])
     await third.close()
+  })
+
+  it("gives back groups larger than a read batch, and groups on both sides of a batch's end, whole", async () => {
+    const layer = make()
+    const first = layer.open()
+    const expected: Array<[string, Array<string>]> = []
+    const pad = (n: number) => String(n).padStart(5, "0")
+    for (let g = 0; g < 1500; g++) {
+      // group g0700 holds 2,500 documents (more than two batches); the others one to three.
+      const count = g === 700 ? 2500 : 1 + (g % 3)
+      const ids = Array.from({ length: count }, (_, i) => `d${pad(g)}-${pad(i)}`)
+      for (const id of ids) first.putDocument(`g${pad(g)}`, document(id, "s", id))
+      expected.push([`g${pad(g)}`, ids])
+    }
+    await first.close()
+    const second = layer.open()
+    assert.deepStrictEqual(
+      [...second.groups()].map((group) => [group.group, group.documents.map((d) => d.id)]),
+      expected,
+    )
+    await second.close()
+  })
+})
+
+describe("SearchPersistence (lmdb) while loading", () => {
+  it("holds no snapshot between the groups it gives (other work commits meanwhile; LMDB could not reuse freed pages)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "mnemos-search-persist-"))
+    dirs.push(dir)
+    const path = join(dir, "lmdb")
+    const first = openLmdbPersistence(path)
+    for (let g = 0; g < 3000; g++) first.putDocument(`g${g}`, document(`d${g}`, "s", `text ${g}`))
+    // What it reports as its size is the pages its documents use (3,000 of ~150 bytes each).
+    await first.close()
+    const second = openLmdbPersistence(path)
+    assert.isAtLeast(second.sizeBytes(), 3000 * 150)
+    const groups = second.groups()[Symbol.iterator]()
+    assert.strictEqual(groups.next().done, false)
+    await sleep(20) // a macrotask: lmdb-js lets go of its implicit read snapshot here
+    const readers = open({ path, readOnly: true })
+    try {
+      // readerList: a header, then "pid thread txnid" per slot; "-" is a slot holding no snapshot.
+      const held = readers
+        .readerList()
+        .split("\n")
+        .slice(1)
+        .map((line) => line.trim().split(/\s+/)[2])
+        .filter((txn) => txn !== undefined && txn !== "-")
+      assert.deepStrictEqual(held, [])
+      let rest = 0
+      for (let next = groups.next(); next.done !== true; next = groups.next()) rest++
+      assert.strictEqual(rest, 2999)
+    } finally {
+      await readers.close()
+      await second.close()
+    }
   })
 })
