@@ -16,12 +16,16 @@
  *      dashboard subscribers follow `/events`; acked writes/s, call p50/p99, and whether every
  *      subscriber saw every acknowledged entity.
  *
+ * mnemos runs as built (dist/cli.js: `npm run build` first), as users run it; the floor from source
+ * (tsx costs only at load, not per call).
+ *
  * Clients run in this process, so at 50 clients the client side shares the machine with the
  * server: numbers are for comparing rows of one run, not absolute capacity. --quick measures 1 and
  * 10 concurrent clients only.
  *
  * Run as `node --import tsx bench/transports.ts floor-http|floor-stdio` it is the floor server.
  */
+import { existsSync } from "node:fs"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import { pathToFileURL } from "node:url"
@@ -36,8 +40,8 @@ import WebSocket, { WebSocketServer } from "ws"
 import { readToken } from "../src/transports/Daemon.ts"
 import { WebSocketTransport } from "../src/transports/WebSocketTransport.ts"
 import {
+  builtCliArgs,
   cleanup,
-  cliArgs,
   clientTransport,
   type NetworkTransport,
   networkTransports,
@@ -295,6 +299,8 @@ const agentsWriting = async (url: string, dataDir: string, durationMs: number) =
 export const suite: BenchSuite = {
   title: "MCP transports: round trip and throughput of a read tool, beside an SDK no-op server (the floor)",
   run: async ({ quick }) => {
+    const built = builtCliArgs()[0]!
+    if (!existsSync(built)) throw new Error(`${built} is missing: run npm run build first`)
     quietAbortSignalWarnings()
     const warmup = quick ? 50 : 200
     const calls = quick ? 300 : 2_000
@@ -304,12 +310,12 @@ export const suite: BenchSuite = {
     const scaling: Array<{ transport: NetworkTransport; clients: number; mnemos: Latency; floor: Latency }> = []
     const floor = await startFloorHttp()
     try {
-      const daemon = await startDaemon()
+      const daemon = await startDaemon({ built: true })
       await seed(daemon.url)
 
       const embeddedDir = tempDir("mnemos-bench-stdio-")
       {
-        const seeder = await connectStdio(cliArgs("serve", "--stdio", "--data-dir", embeddedDir))
+        const seeder = await connectStdio(builtCliArgs("serve", "--stdio", "--data-dir", embeddedDir))
         for (let start = 0; start < seededEntities; start += 100)
           await seeder.callTool({
             name: "create_entities",
@@ -328,7 +334,9 @@ export const suite: BenchSuite = {
         await floorClient.close()
       }
       {
-        const shim = await connectStdio(cliArgs("mcp", "--data-dir", daemon.dataDir, "--port", String(daemon.port)))
+        const shim = await connectStdio(
+          builtCliArgs("mcp", "--data-dir", daemon.dataDir, "--port", String(daemon.port)),
+        )
         const mnemos = await roundTrips(shim, readTarget, warmup, calls)
         await shim.close()
         const floorClient = await connectStdio(["--import", "tsx", "bench/transports.ts", "floor-stdio"])

@@ -34,6 +34,8 @@ export const repoRoot = join(import.meta.dirname, "..", "..")
 const cliPath = join(repoRoot, "src", "cli.ts")
 /** How a child runs the CLI from source. */
 export const cliArgs = (...args: Array<string>): Array<string> => ["--import", "tsx", cliPath, ...args]
+/** How a child runs the built CLI (`npm run build`), as users do: what benchmarks measure. */
+export const builtCliArgs = (...args: Array<string>): Array<string> => [join(repoRoot, "dist", "cli.js"), ...args]
 
 const tempPaths = new Set<string>()
 const children = new Set<ChildProcess>()
@@ -221,6 +223,8 @@ type DaemonOptions = {
   readonly env?: Record<string, string>
   /** Runs the daemon through this command (it must end by executing its arguments), e.g. `unshare`. */
   readonly through?: ReadonlyArray<string>
+  /** Runs the built CLI rather than the sources. */
+  readonly built?: boolean
 }
 
 /** Starts a daemon; a port this harness chose that was taken meanwhile is chosen again (twice at most). */
@@ -243,7 +247,7 @@ const startDaemonOnce = async (options: DaemonOptions): Promise<DaemonProcess> =
   dataDirs.add(dataDir)
   const argv = [
     process.execPath,
-    ...cliArgs(
+    ...(options.built === true ? builtCliArgs : cliArgs)(
       "serve",
       "--data-dir",
       dataDir,
