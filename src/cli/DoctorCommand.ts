@@ -292,30 +292,51 @@ const checkStores = (dir: string, ownerAlive: boolean, daemonStores: ReadonlyArr
     return { findings, lastSeqs }
   })
 
-const checkIndexLag = (dir: string, lastSeqs: ReadonlyMap<string, number>): Finding | undefined => {
+/** Search's file is reported as swollen past this many bytes more than its data uses (and twice it). */
+export const searchSlackBytesMax = 64 * 1024 * 1024
+
+/**
+ * The search index: whether it is behind a store, and whether its file is much larger than its
+ * data (space freed by deletions, or left by mnemos before 2026-12-02, whose load kept one read
+ * snapshot open while indexing committed: a daemon maps the live pages scattered through it).
+ */
+const checkSearchIndex = (dir: string, lastSeqs: ReadonlyMap<string, number>): ReadonlyArray<Finding> => {
   const path = join(dir, "search", "lmdb")
-  if (lastSeqs.size === 0) return undefined
+  if (lastSeqs.size === 0) return []
   if (!fs.existsSync(path))
-    return warn("index lag", "the search index is not built yet; the next start builds it from the stores")
+    return [warn("index lag", "the search index is not built yet; the next start builds it from the stores")]
   let persistence: ReturnType<typeof openLmdbPersistence> | undefined
   try {
     persistence = openLmdbPersistence(path)
     const behind = [...lastSeqs.entries()]
       .map(([store, seq]) => ({ store, lag: seq - (persistence!.seq(store) ?? 0) }))
       .filter((entry) => entry.lag > 0)
-    return behind.length === 0
-      ? ok("index lag", "the search index is up to date with every store")
-      : warn(
-          "index lag",
-          `the search index is behind: ${behind.map((entry) => `${entry.store} by ${entry.lag} event(s)`).join(", ")}; the next start catches up`,
-          `nothing to do (or rebuild it from scratch: rm -r ${join(dir, "search")})`,
-        )
+    const fileBytes = fs.statSync(join(path, "data.mdb")).size
+    const usedBytes = persistence.sizeBytes()
+    return [
+      behind.length === 0
+        ? ok("index lag", "the search index is up to date with every store")
+        : warn(
+            "index lag",
+            `the search index is behind: ${behind.map((entry) => `${entry.store} by ${entry.lag} event(s)`).join(", ")}; the next start catches up`,
+            `nothing to do (or rebuild it from scratch: rm -r ${join(dir, "search")})`,
+          ),
+      fileBytes - usedBytes > searchSlackBytesMax && fileBytes > 2 * usedBytes
+        ? warn(
+            "search file",
+            `the search index's file is ${mib(fileBytes)} for ${mib(usedBytes)} of data (free pages: a daemon keeps more of it in memory than it needs)`,
+            `mnemos compact --data-dir ${dir}`,
+          )
+        : ok("search file", `${mib(fileBytes)} for ${mib(usedBytes)} of data`),
+    ]
   } catch (error) {
-    return warn(
-      "index lag",
-      `cannot read the search index: ${error instanceof Error ? error.message : String(error)}`,
-      `rm -r ${join(dir, "search")}  (it is rebuilt from the stores)`,
-    )
+    return [
+      warn(
+        "index lag",
+        `cannot read the search index: ${error instanceof Error ? error.message : String(error)}`,
+        `rm -r ${join(dir, "search")}  (it is rebuilt from the stores)`,
+      ),
+    ]
   } finally {
     void persistence?.close()
   }
@@ -403,8 +424,7 @@ export const runChecks = (location: DataDirLocation, port: number) =>
       const stores = yield* checkStores(dir, lock.ownerAlive, daemon.stores)
       findings.push(...stores.findings)
       if (!lock.ownerAlive) {
-        const lag = checkIndexLag(dir, stores.lastSeqs)
-        if (lag !== undefined) findings.push(lag)
+        findings.push(...checkSearchIndex(dir, stores.lastSeqs))
       }
     }
     return findings

@@ -9,8 +9,11 @@ import { createServer, type Server } from "node:net"
 import { hostname } from "node:os"
 import { join } from "node:path"
 import { afterAll, assert, describe, it } from "vitest"
+import { compactCommand } from "../../src/cli/CompactCommand.ts"
 import { configCommand, effectiveConfig } from "../../src/cli/ConfigCommand.ts"
 import { doctorCommand, type Finding } from "../../src/cli/DoctorCommand.ts"
+import type { SearchDocument } from "../../src/search/SearchDocument.ts"
+import { openLmdbPersistence } from "../../src/search/SearchPersistence.ts"
 import { corruptGraphLog, openTestEngine, removeTempDirs, runCommand, tempDir } from "./support.ts"
 
 afterAll(removeTempDirs)
@@ -64,8 +67,38 @@ describe("mnemos doctor", () => {
       "store graph",
       "store conversations",
       "index lag",
+      "search file",
     ])
       assert.isTrue(checks.has(check), `checked ${check}: ${[...checks].join(", ")}`)
+  })
+
+  it("a search file much larger than its data is reported with the command that shrinks it, which does", async () => {
+    const dir = await healthyDir()
+    // 80 MiB of documents written then deleted: LMDB keeps the freed pages in the file.
+    const persistence = openLmdbPersistence(join(dir, "search", "lmdb"))
+    const text = "w".repeat(20_000)
+    const document = (id: string): SearchDocument => ({
+      id,
+      store: "notes",
+      project: "p",
+      kind: "note",
+      title: id,
+      text,
+      at: 1,
+      fields: {},
+    })
+    for (let i = 0; i < 4000; i++) persistence.putDocument("g", document(`d${i}`))
+    await persistence.close()
+    const again = openLmdbPersistence(join(dir, "search", "lmdb"))
+    for (let i = 0; i < 4000; i++) again.removeDocument("notes", "g", `d${i}`)
+    await again.close()
+    const swollen = (await doctor(dir, await freePort())).findings.find((finding) => finding.check === "search file")
+    assert.strictEqual(swollen?.level, "warn", JSON.stringify(swollen))
+    assert.include(swollen!.fix, `mnemos compact --data-dir ${dir}`)
+    const compacted = await runCommand(compactCommand, ["--data-dir", dir])
+    assert.isTrue(compacted.ok, compacted.stdout)
+    const after = (await doctor(dir, await freePort())).findings.find((finding) => finding.check === "search file")
+    assert.strictEqual(after?.level, "ok", JSON.stringify(after))
   })
 
   it("a data directory that does not exist yet is fine", async () => {
