@@ -502,13 +502,12 @@ describe("scale", () => {
     )
     const typed = Date.now()
     await page.getByRole("combobox", { name: "Find an entity" }).fill("node-4242")
-    await page.getByRole("option", { name: /node-4242/ }).waitFor()
+    await page.getByRole("option", { name: /node-4242/ }).waitFor({ timeout: 60_000 })
     const answerMs = Date.now() - typed
+    // The times are logged, not asserted (the machine is shared; speed is the benchmarks' job):
+    // what is asserted is that the page kept drawing while the layout ran, and that it answered.
     console.log(`10k graph: search answered in ${answerMs} ms`)
-    // Generous bounds: CI machines are shared and slow; the logged numbers are the measurement.
-    expect(loadMs).toBeLessThan(60_000)
     expect(frames.frames).toBeGreaterThan(3)
-    expect(answerMs).toBeLessThan(15_000)
     await page.keyboard.press("Escape")
     await page.getByRole("button", { name: "Run layout" }).waitFor({ timeout: 40_000 })
     await page.getByRole("button", { name: "Fit the whole graph" }).click()
