@@ -69,6 +69,12 @@ export interface StoreOptions extends KernelOptions {
   readonly restartBackoffMsMax: number
   readonly failFastAfterRestarts: number
   /**
+   * How long a read waits for a store that is opening or reopening before it is answered
+   * `Unavailable` (a reopen that needs a server out of reach, say NATS, would otherwise keep it
+   * waiting as long as the outage lasts).
+   */
+  readonly readWaitMsMax: number
+  /**
    * Whether commands taken at once are split into two pipelined batches (see BatchPipeline.ts):
    * "adaptive" when the measured CPU per command says it pays, "always" (any two or more commands;
    * tests use it to exercise the pipeline), "never".
@@ -91,6 +97,7 @@ export const defaultStoreOptions: Omit<StoreOptions, "dir"> = {
   restartBackoffMsBase: 50,
   restartBackoffMsMax: 30_000,
   failFastAfterRestarts: 5,
+  readWaitMsMax: 10_000,
   batchSplit: "adaptive",
 }
 
@@ -499,8 +506,14 @@ export const makeStore = <Command, Event, Reply, Failure>(
 
     const read = <A>(query: (view: StoreView) => A): Effect.Effect<A, StoreError> =>
       Effect.gen(function* () {
-        if (current === undefined && refusal === undefined) yield* ready.await
-        if (current === undefined) return yield* refusal ?? storeError("Unavailable", "the store is not open")
+        if (current === undefined && refusal === undefined)
+          yield* ready.await.pipe(Effect.timeoutOption(Duration.millis(options.readWaitMsMax)))
+        if (current === undefined)
+          return yield* refusal ??
+            storeError(
+              "Unavailable",
+              `the store is ${state === "starting" ? "still opening" : "reopening"}${lastError !== undefined ? ` after: ${lastError}` : ""}; reads resume once it is open (waited ${options.readWaitMsMax / 1000} s)`,
+            )
         return query(current.view)
       })
 
