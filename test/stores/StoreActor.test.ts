@@ -242,6 +242,27 @@ describe("StoreActor on the real file system", () => {
       }).pipe(Effect.provide(storeLayer)),
   )
 
+  it.live(
+    "a read of a store between two incarnations waits at most readWaitMsMax, then is answered Unavailable with why",
+    () =>
+      Effect.gen(function* () {
+        const dir = yield* tempDir
+        // The reopen is a minute away (its backoff): a read must not wait for it.
+        const store = yield* makeStore(
+          kvStore("slow"),
+          optionsFor(dir, { restartBackoffMsBase: 60_000, restartBackoffMsMax: 60_000, readWaitMsMax: 200 }),
+        )
+        yield* store.send(put("k0"))
+        yield* Effect.forkChild(Effect.exit(store.send({ _tag: "Poison" })))
+        yield* waitUntil("the store restarting", () => store.health().state === "restarting")
+        const exit = yield* guard("a read of a store that is reopening", Effect.exit(store.read(readAll)))
+        assert.strictEqual(outcomeOf(exit), "Unavailable")
+        const error = (exit as Exit.Failure<unknown, StoreError>).cause.reasons[0] as { error: StoreError }
+        assert.include(error.error.message, "reopening")
+        assert.include(error.error.message, "poisoned command")
+      }).pipe(Effect.provide(storeLayer), Effect.provideService(References.MinimumLogLevel, "None")),
+  )
+
   it.effect("poisoning one store does not stop another from answering (restart held back by the test clock)", () =>
     Effect.gen(function* () {
       const dirA = yield* tempDir
