@@ -13,6 +13,7 @@ import { readFile, stat } from "node:fs/promises"
 import { createRequire } from "node:module"
 import { Effect, Schema } from "effect"
 import type { Language, Node, Parser } from "web-tree-sitter"
+import { importPackage } from "../cli/PackageImport.ts"
 import {
   type Declaration,
   languageOfPath,
@@ -76,7 +77,7 @@ let runtime: Promise<typeof import("web-tree-sitter")> | undefined
 const languages = new Map<SkeletonLanguage, Promise<Language>>()
 
 const loadRuntime = () =>
-  (runtime ??= import("web-tree-sitter").then(async (module) => {
+  (runtime ??= importPackage<typeof import("web-tree-sitter")>("web-tree-sitter").then(async (module) => {
     await module.Parser.init()
     return module
   }))

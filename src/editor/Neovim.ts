@@ -20,6 +20,7 @@ import { createConnection, type Socket } from "node:net"
 import { PassThrough } from "node:stream"
 import { Context, Effect, Schema, type Scope } from "effect"
 import type { NeovimClient } from "neovim"
+import { importPackage } from "../cli/PackageImport.ts"
 import { lastNeovimFocus } from "./EditorFocus.ts"
 import { makeRpcFramer } from "./NeovimFraming.ts"
 
@@ -132,7 +133,7 @@ const silentLogger = {
 }
 
 let neovimModule: Promise<typeof import("neovim")> | undefined
-const loadNeovim = () => (neovimModule ??= import("neovim"))
+const loadNeovim = () => (neovimModule ??= importPackage<typeof import("neovim")>("neovim"))
 
 const connectSocket = (address: string): Effect.Effect<Socket, NeovimError> =>
   Effect.callback<Socket, NeovimError>((resume) => {

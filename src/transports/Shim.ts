@@ -98,10 +98,19 @@ export const runShim = async (config: ShimConfig): Promise<void> => {
   let handshakes = 0
   /** Ids of pending requests sent to a daemon at least once (it may have applied them). */
   const sent = new Set<Id>()
+  /** The client closed its end: the shim ends once nothing it sent waits for an answer. */
+  let inputEnded = false
+  const closeWhenAnswered = () => {
+    if (inputEnded && pending.size === 0) void stdio.close()
+  }
   /** Why no daemon of this data directory can be reached, when waiting cannot help. */
   let refusal: string | undefined
 
-  const toClient = (message: JSONRPCMessage) => void stdio.send(message).catch(() => undefined)
+  const toClient = (message: JSONRPCMessage) =>
+    void stdio
+      .send(message)
+      .catch(() => undefined)
+      .finally(closeWhenAnswered)
   const refuse = (id: Id, message: string, code = -32000) => toClient({ jsonrpc: "2.0", id, error: { code, message } })
   const sendUp = (message: JSONRPCMessage) => upstream?.send(JSON.stringify(message))
   const sendRequest = (request: JSONRPCMessage & { id: Id }) => {
@@ -297,7 +306,11 @@ export const runShim = async (config: ShimConfig): Promise<void> => {
       done()
     }
   })
-  process.stdin.once("end", () => void stdio.close())
+  // The client's input ended: the requests it sent before are answered first, then the shim ends.
+  stdio.onend = () => {
+    inputEnded = true
+    closeWhenAnswered()
+  }
   await stdio.start()
   void reconnect()
   await finished

@@ -1,7 +1,8 @@
 /**
  * MCP over this process's stdin/stdout (embedded mode). stdout carries only JSON-RPC; logs go to
  * stderr. The session lasts until the client closes stdin or the process is asked to stop; no
- * line ends it (StdioLines.ts answers what it cannot take).
+ * line ends it (StdioLines.ts answers what it cannot take). When stdin ends, every request read
+ * before its end is answered first: a script may write its requests and close stdin at once.
  */
 import { Effect } from "effect"
 import { type SessionOptions, startSession } from "../tools/McpSession.ts"
@@ -15,8 +16,15 @@ export const serveStdio = (options: Omit<SessionOptions, "transport">): Effect.E
       const transport = new StdioLineTransport()
       const closed = Effect.callback<void>((resume) => {
         const done = () => resume(Effect.void)
-        process.stdin.once("end", done)
-        process.stdin.once("close", done)
+        let ended = false
+        transport.onend = () => {
+          ended = true
+          void transport.whenAnswered().then(done)
+        }
+        // Closed without an end (an error): nothing more can be read, nor perhaps written.
+        process.stdin.once("close", () => {
+          if (!ended) done()
+        })
         transport.onclose = done
       })
       // The client started this process: its working directory is the client's.

@@ -10,6 +10,11 @@
  * held whole: past the limit only its first and last `cutMessageEndBytes` are kept while the rest
  * streams by, so memory stays bounded whatever a client writes. Blank lines are ignored, a
  * trailing CR is dropped. The transport never closes itself: its owner ends it with the input.
+ *
+ * At the end of the input a last line without its newline is taken too, then `onend` is called;
+ * `whenAnswered()` tells when every request taken so far has its answer written (or was
+ * cancelled), so that an owner can answer what it read before it stops: a script that pipes a
+ * request and closes its end at once gets its answer.
  */
 import type { Readable, Writable } from "node:stream"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
@@ -45,6 +50,12 @@ export class StdioLineTransport implements Transport {
   private partsBytes = 0
   private cut: CutLine | undefined
   private started = false
+  private ended = false
+  /** Ids of the requests taken and not yet answered (nor cancelled). */
+  private readonly unanswered = new Set<RequestId>()
+  private answeredWaiters: Array<() => void> = []
+  /** Called once the input has ended and its last line was taken. */
+  onend?: () => void
 
   constructor(
     private readonly input: Readable = process.stdin,
@@ -57,6 +68,27 @@ export class StdioLineTransport implements Transport {
     this.started = true
     this.input.on("data", this.onData)
     this.input.on("error", this.onInputError)
+    this.input.once("end", this.onInputEnd)
+  }
+
+  /** Resolves once every request taken so far is answered or cancelled. */
+  whenAnswered(): Promise<void> {
+    if (this.unanswered.size === 0) return Promise.resolve()
+    return new Promise((resolve) => this.answeredWaiters.push(resolve))
+  }
+
+  private readonly onInputEnd = () => {
+    if (this.ended) return
+    this.ended = true
+    if (this.parts.length > 0 || this.cut !== undefined) this.endLine()
+    this.onend?.()
+  }
+
+  private settle(id: RequestId): void {
+    if (!this.unanswered.delete(id) || this.unanswered.size > 0) return
+    const waiters = this.answeredWaiters
+    this.answeredWaiters = []
+    for (const waiter of waiters) waiter()
   }
 
   private readonly onInputError = (error: Error) => this.onerror?.(error)
@@ -114,6 +146,9 @@ export class StdioLineTransport implements Transport {
   }
 
   private deliver(message: JSONRPCMessage): void {
+    if ("method" in message && "id" in message) this.unanswered.add(message.id)
+    const cancelled = cancelledRequestId(message)
+    if (cancelled !== undefined) this.settle(cancelled)
     try {
       this.onmessage?.(message)
     } catch (error) {
@@ -133,18 +168,32 @@ export class StdioLineTransport implements Transport {
     })
   }
 
-  send(message: JSONRPCMessage): Promise<void> {
-    return this.write(`${JSON.stringify(message)}\n`)
+  async send(message: JSONRPCMessage): Promise<void> {
+    try {
+      await this.write(`${JSON.stringify(message)}\n`)
+    } finally {
+      if (!("method" in message) && "id" in message && message.id !== undefined) this.settle(message.id)
+    }
   }
 
   async close(): Promise<void> {
     this.input.off("data", this.onData)
     this.input.off("error", this.onInputError)
+    this.input.off("end", this.onInputEnd)
     if (this.input.listenerCount("data") === 0) this.input.pause()
     this.parts = []
     this.cut = undefined
     this.onclose?.()
   }
+}
+
+type RequestId = string | number
+
+/** The request a `notifications/cancelled` names: the SDK never answers it. */
+const cancelledRequestId = (message: JSONRPCMessage): RequestId | undefined => {
+  if (!("method" in message) || message.method !== "notifications/cancelled" || "id" in message) return undefined
+  const requestId = (message.params as { requestId?: unknown } | undefined)?.requestId
+  return typeof requestId === "string" || typeof requestId === "number" ? requestId : undefined
 }
 
 const lastBytes = (buffer: Buffer, count: number): Buffer =>
