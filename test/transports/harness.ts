@@ -225,6 +225,8 @@ type DaemonOptions = {
   readonly through?: ReadonlyArray<string>
   /** Runs the built CLI rather than the sources. */
   readonly built?: boolean
+  /** Runs this Node.js binary on this CLI file (an installed product) rather than the repository's. */
+  readonly cli?: { readonly node: string; readonly file: string }
 }
 
 /** Starts a daemon; a port this harness chose that was taken meanwhile is chosen again (twice at most). */
@@ -246,8 +248,12 @@ const startDaemonOnce = async (options: DaemonOptions): Promise<DaemonProcess> =
   const dataDir = options.dataDir ?? tempDir()
   dataDirs.add(dataDir)
   const argv = [
-    process.execPath,
-    ...(options.built === true ? builtCliArgs : cliArgs)(
+    options.cli?.node ?? process.execPath,
+    ...(options.cli !== undefined
+      ? (...args: Array<string>) => [options.cli!.file, ...args]
+      : options.built === true
+        ? builtCliArgs
+        : cliArgs)(
       "serve",
       "--data-dir",
       dataDir,

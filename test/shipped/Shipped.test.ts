@@ -1,0 +1,427 @@
+/**
+ * The shipped product, tested as users run it: `npm pack`, the tarball installed into an empty
+ * directory (product.ts), and its `mnemos` driven over each way in — the stdio shim (`mnemos
+ * mcp`), `serve --stdio`, Streamable HTTP and WebSocket — on the Node.js of MNEMOS_TEST_NODE
+ * (.ci/run runs this file on Node 22 and 24 from the npm registry besides the machine's).
+ *
+ * Every tool `tools/list` offers (all toolsets) is called with valid arguments and must succeed:
+ * editor tools against a real headless Neovim and real TypeScript and Python files, the clipboard
+ * under a virtual X server. A tool added without a call here fails the test.
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { dirname, join } from "node:path"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
+import { afterAll, assert, beforeAll, describe, it } from "vitest"
+import { lacks, startNeovim } from "../editor/harness.ts"
+import {
+  cleanup,
+  connectClient,
+  type DaemonProcess,
+  freePort,
+  type NetworkTransport,
+  startDaemon,
+  tempDir,
+  waitFor,
+} from "../transports/harness.ts"
+import { installedProduct, type Product, productNode, productNodeVersion } from "./product.ts"
+
+let product: Product
+let daemon: DaemonProcess
+let workspace: string
+let nvimAddress: string
+let display: string | undefined
+const started: Array<ChildProcess> = []
+
+/** PATH with the product's Node first, so that a daemon a shim starts runs on it too. */
+const productEnv = (): NodeJS.ProcessEnv => ({
+  ...process.env,
+  PATH: `${dirname(productNode)}:${process.env.PATH ?? ""}`,
+  NVIM: nvimAddress,
+  ...(display !== undefined ? { DISPLAY: display } : {}),
+})
+
+/** Starts Xvfb on a free display; undefined where it is not installed (outside CI). */
+const startXvfb = async (): Promise<string | undefined> => {
+  if (lacks("Xvfb") || lacks("xclip")) return undefined
+  const number = 90 + (process.pid % 100)
+  const child = spawn("Xvfb", [`:${number}`, "-nolisten", "tcp", "-screen", "0", "640x480x24"], { stdio: "ignore" })
+  started.push(child)
+  const name = `:${number}`
+  await waitFor(
+    "Xvfb",
+    () => {
+      try {
+        execFileSync("xclip", ["-selection", "clipboard", "-o"], {
+          env: { ...process.env, DISPLAY: name },
+          stdio: "pipe",
+        })
+        return true
+      } catch (error) {
+        // An empty clipboard answers with an error, but only once the display is up.
+        return String((error as { stderr?: unknown }).stderr).includes("Can't open display") ? undefined : true
+      }
+    },
+    15_000,
+  )
+  return name
+}
+
+beforeAll(async () => {
+  product = installedProduct()
+  workspace = tempDir("mnemos-shipped-ws-")
+  writeFileSync(
+    join(workspace, "shapes.ts"),
+    "export interface Shape { area(): number }\nexport class Square implements Shape {\n  constructor(private side: number) {}\n  area() { return this.side * this.side }\n}\n",
+  )
+  writeFileSync(
+    join(workspace, "tool.py"),
+    "def greet(name):\n    return f'hello {name}'\n\nclass Greeter:\n    pass\n",
+  )
+  execFileSync("git", ["init", "-q", workspace])
+  execFileSync("git", ["-C", workspace, "add", "."])
+  execFileSync(
+    "git",
+    ["-C", workspace, "-c", "user.name=t", "-c", "user.email=t@example.test", "commit", "-qm", "shapes"],
+    { stdio: "ignore" },
+  )
+  if (lacks("nvim")) throw new Error("the built-artifact tests need nvim (Debian package neovim)")
+  const nvim = await startNeovim([join(workspace, "shapes.ts")])
+  nvimAddress = nvim.address
+  display = await startXvfb()
+  daemon = await startDaemon({
+    cli: { node: productNode, file: product.cli },
+    args: ["--nvim-allow-lua", "--toolsets", "all"],
+    env: productEnv(),
+  })
+}, 600_000)
+
+afterAll(async () => {
+  await cleanup()
+  for (const child of started) child.kill("SIGKILL")
+})
+
+/** What a call answered: its text, parsed as JSON where it is. */
+interface Answer {
+  readonly isError: boolean
+  readonly text: string
+  readonly json: unknown
+}
+
+const call = async (client: Client, name: string, args: Record<string, unknown>): Promise<Answer> => {
+  const raw = (await client.callTool({ name, arguments: args }, undefined, { timeout: 60_000 })) as CallToolResult
+  const text = raw.content?.find((part) => part.type === "text")?.text ?? ""
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch {
+    json = undefined
+  }
+  return { isError: raw.isError === true, text, json }
+}
+
+/** The first string under a key `key` in `value`, depth first. */
+const findString = (value: unknown, key: string): string | undefined => {
+  if (Array.isArray(value)) {
+    for (const item of value) {
+      const found = findString(item, key)
+      if (found !== undefined) return found
+    }
+  } else if (value !== null && typeof value === "object") {
+    const record = value as Record<string, unknown>
+    if (typeof record[key] === "string") return record[key] as string
+    for (const item of Object.values(record)) {
+      const found = findString(item, key)
+      if (found !== undefined) return found
+    }
+  }
+  return undefined
+}
+
+/** Ids the calls below take from earlier answers. */
+type Ids = Map<string, string>
+
+/** One call: the tool, its arguments (from the ids so far), and the id its answer gives. */
+interface Step {
+  readonly tool: string
+  readonly args: (ids: Ids) => Record<string, unknown>
+  /** Keep `findString(answer, key ?? "id")` as `as`, or what `pattern`'s group matches in its text. */
+  readonly keep?: { readonly as: string; readonly key?: string; readonly pattern?: RegExp }
+}
+
+const id = (ids: Ids, name: string): string => {
+  const value = ids.get(name)
+  if (value === undefined) throw new Error(`no ${name} id from an earlier call`)
+  return value
+}
+
+/** A call of every tool, in an order where each finds what it needs. */
+const steps = (): ReadonlyArray<Step> => [
+  // graph
+  {
+    tool: "create_entities",
+    args: () => ({
+      entities: [
+        { name: "Shipped", entityType: "project", observations: ["installed from the tarball"] },
+        { name: "Packed", entityType: "artifact", observations: ["made by npm pack"] },
+        { name: "Old name", entityType: "artifact", observations: ["merged away"] },
+      ],
+    }),
+  },
+  { tool: "create_relations", args: () => ({ relations: [{ from: "Shipped", to: "Packed", relationType: "ships" }] }) },
+  { tool: "add_observations", args: () => ({ observations: [{ entityName: "Shipped", contents: ["tested"] }] }) },
+  { tool: "read_graph", args: () => ({}) },
+  { tool: "search_nodes", args: () => ({ query: "tarball" }) },
+  { tool: "open_nodes", args: () => ({ names: ["Shipped"] }) },
+  { tool: "read_graph_summary", args: () => ({}) },
+  { tool: "graph_neighbors", args: () => ({ names: ["Shipped"], depth: 1 }) },
+  { tool: "get_entity_details", args: () => ({ names: ["Packed"] }) },
+  { tool: "merge_entities", args: () => ({ target: "Packed", sources: ["Old name"] }) },
+  { tool: "delete_observations", args: () => ({ deletions: [{ entityName: "Shipped", observations: ["tested"] }] }) },
+  { tool: "delete_relations", args: () => ({ relations: [{ from: "Shipped", to: "Packed", relationType: "ships" }] }) },
+  { tool: "search_graph", args: () => ({ query: "npm pack" }) },
+  // conversations
+  {
+    tool: "write_message",
+    args: () => ({ session_id: "shipped", role: "user", content: "does the tarball work on every Node?" }),
+    keep: { as: "message", key: "message_id" },
+  },
+  { tool: "write_message", args: () => ({ session_id: "shipped", role: "assistant", content: "it does" }) },
+  { tool: "read_messages", args: () => ({ session_id: "shipped" }) },
+  { tool: "search_messages", args: () => ({ query: "tarball" }) },
+  { tool: "update_message", args: (ids) => ({ message_id: id(ids, "message"), content: "does it work everywhere?" }) },
+  { tool: "get_system_health", args: () => ({}) },
+  { tool: "rebuild_index", args: () => ({}) },
+  // engineering records
+  { tool: "add_task", args: () => ({ title: "ship it", priority: "high" }), keep: { as: "task" } },
+  { tool: "update_task", args: (ids) => ({ id: id(ids, "task"), status: "doing" }) },
+  { tool: "list_tasks", args: () => ({}) },
+  { tool: "complete_task", args: (ids) => ({ id: id(ids, "task"), note: "shipped" }) },
+  {
+    tool: "record_adr",
+    args: () => ({ title: "Pack what we test", context: "tests ran sources", decision: "test the tarball" }),
+    keep: { as: "adr" },
+  },
+  { tool: "update_adr", args: (ids) => ({ id: id(ids, "adr"), status: "accepted" }) },
+  { tool: "list_adrs", args: () => ({}) },
+  { tool: "add_sticky_note", args: () => ({ text: "remember the tarball", tags: ["release"] }), keep: { as: "note" } },
+  { tool: "list_sticky_notes", args: () => ({}) },
+  { tool: "remove_sticky_note", args: (ids) => ({ id: id(ids, "note") }) },
+  {
+    tool: "add_session_summary",
+    args: () => ({ summary: "tested the tarball", next_steps: ["release"] }),
+    keep: { as: "summary" },
+  },
+  { tool: "list_session_summaries", args: () => ({}) },
+  { tool: "add_milestone", args: () => ({ title: "0.1 shipped" }), keep: { as: "milestone" } },
+  {
+    tool: "archive_session_summaries",
+    args: (ids) => ({ ids: [id(ids, "summary")], milestone_id: id(ids, "milestone") }),
+  },
+  { tool: "add_handoff", args: () => ({ to_agent: "releaser", summary: "publish it" }), keep: { as: "handoff" } },
+  { tool: "acknowledge_handoff", args: (ids) => ({ id: id(ids, "handoff") }) },
+  { tool: "list_handoffs", args: () => ({}) },
+  { tool: "pin_file", args: () => ({ path: join(workspace, "shapes.ts"), note: "the example" }) },
+  { tool: "save_context_workspace", args: () => ({ name: "release", pinned_files: [join(workspace, "shapes.ts")] }) },
+  { tool: "load_context_workspace", args: () => ({ name: "release" }) },
+  { tool: "unpin_file", args: () => ({ path: join(workspace, "shapes.ts") }) },
+  { tool: "log_code_change", args: () => ({ summary: "launcher imports", change_type: "fix", cwd: workspace }) },
+  { tool: "log_error_fix", args: () => ({ error_signature: "dynamic import callback", fix: "launcher imports" }) },
+  { tool: "log_tech_debt", args: () => ({ description: "Node 20 cache", severity: "low", location: "Launcher.ts" }) },
+  { tool: "add_snippet", args: () => ({ title: "pack", code: "npm pack", language: "sh" }) },
+  { tool: "add_pr_checklist_item", args: () => ({ pr: "#27", text: "tarball tested" }), keep: { as: "checklist" } },
+  { tool: "update_pr_checklist_item", args: (ids) => ({ id: id(ids, "checklist"), checked: true }) },
+  { tool: "register_environment", args: () => ({ name: "ci", environment_type: "ci" }) },
+  { tool: "list_engineering_records", args: () => ({ kind: "snippet" }) },
+  // gates and audit
+  { tool: "gate_set", args: () => ({ action: "publish", status: "authorized", reason: "tests pass" }) },
+  { tool: "gate_verify", args: () => ({ action: "publish" }) },
+  { tool: "gate_list", args: () => ({}) },
+  { tool: "query_audit", args: () => ({ limit: 5 }) },
+  // search
+  { tool: "mem-search", args: () => ({ query: "tarball" }), keep: { as: "memory", pattern: /\[(mem:[^\]]+)\]/ } },
+  { tool: "mem-timeline", args: (ids) => ({ ids: [id(ids, "memory")] }) },
+  { tool: "mem-details", args: (ids) => ({ ids: [id(ids, "memory")] }) },
+  { tool: "mem-stats", args: () => ({}) },
+  { tool: "omni_search", args: () => ({ query: "tarball" }) },
+  // the end of the conversation and the graph records above
+  { tool: "delete_message", args: (ids) => ({ message_id: id(ids, "message") }) },
+  { tool: "delete_entities", args: () => ({ entityNames: ["Packed"] }) },
+  // editor
+  { tool: "nvim_get_active_buffer", args: () => ({}) },
+  { tool: "nvim_get_cursor", args: () => ({}) },
+  { tool: "nvim_goto_line", args: () => ({ line: 2 }) },
+  { tool: "nvim_list_buffers", args: () => ({}) },
+  { tool: "nvim_get_visual_selection", args: () => ({}) },
+  {
+    tool: "nvim_set_diagnostics",
+    args: () => ({ diagnostics: [{ line: 1, message: "shipped check", severity: "warning" }] }),
+  },
+  { tool: "nvim_get_diagnostics", args: () => ({}) },
+  { tool: "nvim_execute_lua", args: () => ({ code: "return 6 * 7" }) },
+  { tool: "read_file_skeleton", args: () => ({ path: join(workspace, "shapes.ts") }) },
+  { tool: "read_file_skeleton", args: () => ({ path: join(workspace, "tool.py") }) },
+  { tool: "get_active_worktree_context", args: () => ({ path: workspace }) },
+  { tool: "get_recent_logs", args: () => ({}) },
+  { tool: "clipboard_write", args: () => ({ content: "copied from the tarball" }) },
+  { tool: "clipboard_read", args: () => ({ format: "text" }) },
+  { tool: "toggle_clipboard_watch_mode", args: () => ({ enabled: false }) },
+]
+
+/** What some answers must say, beyond succeeding. */
+const expectations: Record<string, (answer: Answer) => void> = {
+  read_file_skeleton: (answer) => assert.match(answer.text, /Square|greet/),
+  nvim_execute_lua: (answer) => assert.include(answer.text, "42"),
+  nvim_get_active_buffer: (answer) => assert.include(answer.text, "class Square"),
+  clipboard_read: (answer) => assert.include(answer.text, "copied from the tarball"),
+}
+
+/** Tools that need a display, where the machine has none (outside CI only). */
+const needsDisplay = new Set(["clipboard_write", "clipboard_read", "toggle_clipboard_watch_mode"])
+
+const callEveryTool = async (client: Client) => {
+  const { tools } = await client.listTools()
+  const listed = new Set(tools.map((tool) => tool.name))
+  const planned = steps()
+  const called = new Set(planned.map((step) => step.tool))
+  assert.deepStrictEqual(
+    [...listed].filter((name) => !called.has(name)),
+    [],
+    "tools/list offers tools this test does not call",
+  )
+  const ids: Ids = new Map()
+  const failures: Array<string> = []
+  for (const step of planned) {
+    if (display === undefined && needsDisplay.has(step.tool)) continue
+    const answer = await call(client, step.tool, step.args(ids))
+    if (answer.isError) {
+      failures.push(`${step.tool}: ${answer.text.slice(0, 300)}`)
+      continue
+    }
+    expectations[step.tool]?.(answer)
+    if (step.keep !== undefined) {
+      const kept =
+        step.keep.pattern !== undefined
+          ? step.keep.pattern.exec(answer.text)?.[1]
+          : findString(answer.json, step.keep.key ?? "id")
+      if (kept === undefined) throw new Error(`${step.tool} answered no ${step.keep.key ?? "id"}: ${answer.text}`)
+      ids.set(step.keep.as, kept)
+    }
+  }
+  assert.deepStrictEqual(failures, [], "calls that failed")
+}
+
+const shimClient = async (dataDir: string, port: number): Promise<Client> => {
+  const transport = new StdioClientTransport({
+    command: productNode,
+    args: [product.cli, "mcp", "--data-dir", dataDir, "--port", String(port), "--no-start"],
+    cwd: workspace,
+    env: productEnv() as Record<string, string>,
+    stderr: "pipe",
+  })
+  const client = new Client({ name: "shipped-shim", version: "1.0.0" })
+  await client.connect(transport)
+  return client
+}
+
+/** Runs the installed `mnemos` with `args`, `input` on its stdin; resolves when it exits. */
+const runProduct = (args: ReadonlyArray<string>, input = "") =>
+  new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+    const child = spawn(productNode, [product.cli, ...args], { cwd: workspace, env: productEnv() })
+    started.push(child)
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (chunk) => (stdout += chunk))
+    child.stderr.on("data", (chunk) => (stderr += chunk))
+    child.once("error", reject)
+    child.once("exit", (code) => resolve({ code, stdout, stderr }))
+    child.stdin.end(input)
+  })
+
+const line = (message: Record<string, unknown>) => `${JSON.stringify({ jsonrpc: "2.0", ...message })}\n`
+const initialize = line({
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "script", version: "0" } },
+})
+const initialized = line({ method: "notifications/initialized" })
+const noteCall = (requestId: number, text: string) =>
+  line({ id: requestId, method: "tools/call", params: { name: "add_sticky_note", arguments: { text } } })
+
+const answersOf = (stdout: string) =>
+  stdout
+    .split("\n")
+    .filter((text) => text.trim() !== "")
+    .map((text) => JSON.parse(text) as { id?: unknown; result?: CallToolResult; error?: unknown })
+
+describe(`the installed product on Node ${productNodeVersion}`, () => {
+  it("prints its version and help", async () => {
+    const version = await runProduct(["--version"])
+    assert.strictEqual(version.code, 0, version.stderr)
+    assert.include(version.stdout, product.version)
+    const help = await runProduct(["--help"])
+    assert.strictEqual(help.code, 0, help.stderr)
+    assert.include(help.stdout, "serve")
+  })
+
+  it("answers every tool of every toolset through the stdio shim", async () => {
+    const client = await shimClient(daemon.dataDir, daemon.port)
+    try {
+      await callEveryTool(client)
+    } finally {
+      await client.close()
+    }
+  })
+
+  it.each<NetworkTransport>(["streamable-http", "ws"])("answers over %s, editor tools included", async (transport) => {
+    const client = await connectClient(transport, daemon.url)
+    const written = await call(client, "add_sticky_note", { text: `over ${transport}` })
+    assert.isFalse(written.isError, written.text)
+    const listed = await call(client, "list_sticky_notes", { query: transport })
+    assert.include(listed.text, `over ${transport}`)
+    const skeleton = await call(client, "read_file_skeleton", { path: join(workspace, "tool.py") })
+    assert.isFalse(skeleton.isError, skeleton.text)
+    assert.include(skeleton.text, "Greeter")
+    const buffer = await call(client, "nvim_get_active_buffer", {})
+    assert.isFalse(buffer.isError, buffer.text)
+    await client.close()
+  })
+
+  it("serve --stdio answers every request read before stdin ends, then exits 0", async () => {
+    const dataDir = tempDir("mnemos-shipped-stdio-")
+    const ended = await runProduct(
+      ["serve", "--stdio", "--data-dir", dataDir],
+      initialize + initialized + noteCall(2, "piped then closed"),
+    )
+    assert.strictEqual(ended.code, 0, ended.stderr)
+    const answer = answersOf(ended.stdout).find((message) => message.id === 2)
+    assert.isDefined(answer, `no answer to the write: ${ended.stdout}`)
+    assert.notStrictEqual(answer!.result?.isError, true, JSON.stringify(answer))
+    const reread = await runProduct(
+      ["serve", "--stdio", "--data-dir", dataDir],
+      initialize +
+        initialized +
+        line({ id: 3, method: "tools/call", params: { name: "list_sticky_notes", arguments: {} } }),
+    )
+    assert.include(reread.stdout, "piped then closed")
+  })
+
+  it("the shim answers every request read before stdin ends, then exits 0", async () => {
+    const dataDir = tempDir("mnemos-shipped-shim-")
+    mkdirSync(dataDir, { recursive: true })
+    const port = await freePort()
+    const ended = await runProduct(
+      ["mcp", "--data-dir", dataDir, "--port", String(port)],
+      initialize + initialized + noteCall(2, "shim then closed"),
+    )
+    assert.strictEqual(ended.code, 0, ended.stderr)
+    const answer = answersOf(ended.stdout).find((message) => message.id === 2)
+    assert.isDefined(answer, `no answer to the write: ${ended.stdout}\n${ended.stderr}`)
+    assert.notStrictEqual(answer!.result?.isError, true, JSON.stringify(answer))
+    const started = JSON.parse(readFileSync(join(dataDir, "daemon.json"), "utf8")) as { pid: number; port: number }
+    assert.strictEqual(started.port, port)
+    process.kill(started.pid, "SIGTERM")
+  })
+})
