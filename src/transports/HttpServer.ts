@@ -40,6 +40,7 @@ import { makeDashboardServer } from "./DashboardServer.ts"
 import { Drain } from "./DrainingTransport.ts"
 import { guardBodyArrival, readJsonBody, sendJson, serverTimeouts } from "./HttpBodies.ts"
 import { handleRest } from "./RestApi.ts"
+import { reportActivity } from "./SessionActivity.ts"
 import {
   makeSessionTable,
   type SessionHandle,
@@ -155,7 +156,7 @@ export const startHttpServer = (
         if (handle.remove()) Effect.runFork(Scope.close(scope, Exit.void))
       }
       return Effect.runPromiseWith(context)(
-        startSession(drain.wrap(transport), {
+        startSession(drain.wrap(reportActivity(transport, handle)), {
           tools: config.tools,
           transport: kind,
           ...(clientId !== undefined ? { clientId } : {}),

@@ -4,13 +4,15 @@
  *
  * Invariants:
  * - At most `sessionsMax` sessions are open at once.
- * - A session is busy while it has an open exchange with its client: a request being answered,
- *   or a stream (the Streamable HTTP GET stream). SSE and WebSocket sessions are their connection,
- *   so they are busy for their whole life and end when it closes. A Streamable HTTP session with
- *   no open exchange is idle: nothing of its client is waiting on it.
- * - An idle session is closed once it has been idle `sessionIdleMs` (`sweep`), and, when the table
- *   is full, the least recently active idle session is closed at once to admit a new one
- *   (`makeRoom`). Its client's next request gets 404, and the MCP spec has it start a new session.
+ * - A session is busy while it has an open exchange with its client: a request being answered
+ *   (SessionActivity.ts counts them on every transport), or a Streamable HTTP request or GET
+ *   stream. A session with no open exchange is idle, whatever its transport: an SSE or WebSocket
+ *   connection that sends nothing holds nothing of its client's waiting on it.
+ * - A session that has not completed `initialize` within `sessionInitializeMs`, or has been idle
+ *   `sessionIdleMs`, is closed (`sweep`). When the table is full, the least recently active idle
+ *   session of any transport is closed at once to admit a new one (`makeRoom`). A Streamable HTTP
+ *   client's next request then gets 404 and the MCP spec has it start a new session; an SSE or
+ *   WebSocket client sees its connection close (a `mnemos mcp` shim reconnects by itself).
  * - Only when every session is busy is a new client refused (`makeRoom` is false).
  * Recency is the order of the map: an entry moves to the end whenever an exchange begins or ends.
  * Closing an entry removes it first (synchronously), so the room it frees is counted at once, and
@@ -19,12 +21,14 @@
 
 /** Most MCP sessions open at once over HTTP, SSE and WebSocket together. */
 export const sessionsMax = 1024
-/** A Streamable HTTP session without a request or stream for this long is closed. */
+/** A session without a request or stream for this long is closed. */
 export const sessionIdleMs = 30 * 60 * 1000
-/** How often idle sessions are looked for. */
-export const sessionSweepMs = 60 * 1000
+/** A session that has not completed `initialize` this long after it opened is closed. */
+export const sessionInitializeMs = 30 * 1000
+/** How often expired sessions are looked for. */
+export const sessionSweepMs = 5 * 1000
 
-/** How a session talks: only Streamable HTTP sessions can be idle. */
+/** How a session talks. */
 export type SessionKind = "streamable-http" | "sse" | "ws"
 
 /** One registered session, as its transport sees it. */
@@ -33,6 +37,8 @@ export interface SessionHandle {
   readonly begin: () => () => void
   /** Takes the session out of the table; false when it was out already (evicted, expired). */
   readonly remove: () => boolean
+  /** The session completed `initialize`: from now on only idleness ends it. */
+  readonly initialized: () => void
 }
 
 /** The table of sessions. */
@@ -41,7 +47,7 @@ export interface SessionTable {
   readonly makeRoom: () => boolean
   /** Registers a session (after `makeRoom`); `close` ends it. Undefined when the table is full. */
   readonly add: (kind: SessionKind, close: () => Promise<void>) => SessionHandle | undefined
-  /** Closes every session idle for `sessionIdleMs` or longer; how many it closed. */
+  /** Closes every idle session not initialized within `sessionInitializeMs`, or idle for `sessionIdleMs`; how many it closed. */
   readonly sweep: () => number
   /** Closes every session. */
   readonly closeAll: () => Promise<void>
@@ -53,12 +59,15 @@ interface Entry {
   readonly close: () => Promise<void>
   open: number
   lastActiveAt: number
+  readonly openedAt: number
+  initialized: boolean
 }
 
 /** How the table is set up (tests shrink the limits and drive the clock). */
 export interface SessionTableOptions {
   readonly sessionsMax?: number
   readonly idleMs?: number
+  readonly initializeMs?: number
   readonly now?: () => number
 }
 
@@ -66,6 +75,7 @@ export interface SessionTableOptions {
 export const makeSessionTable = (options: SessionTableOptions = {}): SessionTable => {
   const max = options.sessionsMax ?? sessionsMax
   const idleMs = options.idleMs ?? sessionIdleMs
+  const initializeMs = options.initializeMs ?? sessionInitializeMs
   const now = options.now ?? Date.now
   const entries = new Map<object, Entry>()
 
@@ -75,7 +85,7 @@ export const makeSessionTable = (options: SessionTableOptions = {}): SessionTabl
     if (!entries.delete(key)) return
     entries.set(key, entry)
   }
-  const isIdle = (entry: Entry) => entry.kind === "streamable-http" && entry.open === 0
+  const isIdle = (entry: Entry) => entry.open === 0
   const evict = (key: object, entry: Entry) => {
     entries.delete(key)
     void entry.close().catch(() => undefined)
@@ -94,8 +104,8 @@ export const makeSessionTable = (options: SessionTableOptions = {}): SessionTabl
     add: (kind, close) => {
       if (entries.size >= max) return undefined
       const key = {}
-      // SSE and WebSocket sessions are their connection: one exchange open for life.
-      const entry: Entry = { kind, close, open: kind === "streamable-http" ? 0 : 1, lastActiveAt: now() }
+      const openedAt = now()
+      const entry: Entry = { kind, close, open: 0, lastActiveAt: openedAt, openedAt, initialized: false }
       entries.set(key, entry)
       return {
         begin: () => {
@@ -110,13 +120,19 @@ export const makeSessionTable = (options: SessionTableOptions = {}): SessionTabl
           }
         },
         remove: () => entries.delete(key),
+        initialized: () => {
+          entry.initialized = true
+        },
       }
     },
     sweep: () => {
-      const before = now() - idleMs
+      const idleSince = now() - idleMs
+      const openedBefore = now() - initializeMs
       let closed = 0
       for (const [key, entry] of [...entries]) {
-        if (!isIdle(entry) || entry.lastActiveAt > before) continue
+        if (!isIdle(entry)) continue
+        const expired = entry.lastActiveAt <= idleSince || (!entry.initialized && entry.openedAt <= openedBefore)
+        if (!expired) continue
         evict(key, entry)
         closed++
       }

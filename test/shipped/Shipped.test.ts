@@ -94,7 +94,7 @@ beforeAll(async () => {
   daemon = await startDaemon({
     cli: { node: productNode, file: product.cli },
     args: ["--nvim-allow-lua", "--toolsets", "all"],
-    env: productEnv(),
+    env: productEnv() as Record<string, string>,
   })
 }, 600_000)
 

@@ -3,12 +3,14 @@
  * never closed (a leaky client; a script) do not keep a new client out — at the cap of 1,024
  * sessions the least recently used idle one is closed to admit it, and its old id then answers 404
  * (start a new session), as the MCP spec says. Only when every session is busy (a request in flight
- * or an open stream: a WebSocket connection, an SSE stream, a Streamable HTTP GET stream) is a new
+ * or an open stream: a Streamable HTTP GET stream) is a new
  * client refused, with a message saying so — and a `mnemos mcp` shim then says so on stderr and
  * answers its client with that error instead of hanging, as it does for any refusal (a wrong
- * token: 401).
+ * token: 401). WebSocket connections that never send anything are idle sessions like the others:
+ * they do not keep a new client out either.
  */
 import { writeFileSync } from "node:fs"
+import { type ClientRequest, request as httpRequest } from "node:http"
 import { join } from "node:path"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import { describe, expect, it } from "vitest"
@@ -102,18 +104,84 @@ describe("sessions that are opened and never closed", () => {
   })
 })
 
+/** Opens `/ws` on `url` with the token of `dataDir`, and sends nothing. */
+const openSilentSocket = (url: string, dataDir: string) =>
+  new Promise<WebSocket>((resolve, reject) => {
+    const socket = new WebSocket(`${url.replace(/^http/, "ws")}/ws`, { headers: authHeaders(dataDir) })
+    socket.once("open", () => resolve(socket))
+    socket.once("error", reject)
+  })
+
+describe("WebSocket connections that never initialise", () => {
+  it(`${sessionsMax} of them: new clients of every transport still get in, the oldest silent ones are closed`, async () => {
+    const silent = await startDaemon()
+    const sockets: Array<WebSocket> = [await openSilentSocket(silent.url, silent.dataDir)]
+    while (sockets.length < sessionsMax)
+      sockets.push(
+        ...(await Promise.all(
+          Array.from({ length: Math.min(64, sessionsMax - sockets.length) }, () =>
+            openSilentSocket(silent.url, silent.dataDir),
+          ),
+        )),
+      )
+    const firstClosed = new Promise<number>((resolve) => sockets[0]!.once("close", (code) => resolve(code)))
+    for (const kind of ["streamable-http", "sse", "ws"] as const) {
+      const client = await connectClient(kind, silent.url, { name: `after-the-silent-${kind}` })
+      const result = await callTool(client, "search_nodes", { query: "anything" })
+      expect(result.isError, result.text).toBe(false)
+      await client.close()
+    }
+    // The least recently used silent connection made room: it was closed.
+    expect(await firstClosed).toBeGreaterThan(0)
+    for (const socket of sockets) socket.close()
+  })
+})
+
+/** Opens a Streamable HTTP session and keeps its GET stream open; resolves once the stream is open. */
+const holdStream = async (port: number, dataDir: string): Promise<ClientRequest> => {
+  const opened = await rawHttp({
+    host: "127.0.0.1",
+    port,
+    method: "POST",
+    path: "/mcp",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      ...authHeaders(dataDir),
+    },
+    body: initialize,
+  })
+  expect(opened.status, opened.text).toBe(200)
+  const sessionId = opened.headers["mcp-session-id"] as string
+  return new Promise((resolve, reject) => {
+    const request = httpRequest({
+      host: "127.0.0.1",
+      port,
+      method: "GET",
+      path: "/mcp",
+      headers: {
+        accept: "text/event-stream",
+        "mcp-session-id": sessionId,
+        "mcp-protocol-version": "2025-06-18",
+        ...authHeaders(dataDir),
+      },
+    })
+    request.once("response", (response) => {
+      expect(response.statusCode).toBe(200)
+      response.resume()
+      resolve(request)
+    })
+    request.once("error", reject)
+    request.end()
+  })
+}
+
 describe("every session busy", () => {
   it("a new client is refused with a clear message; a shim says so and answers with the error, then gets in once room is made", async () => {
     const busy = await startDaemon()
-    const sockets: Array<WebSocket> = []
-    const open = () =>
-      new Promise<WebSocket>((resolve, reject) => {
-        const socket = new WebSocket(`${busy.url.replace(/^http/, "ws")}/ws`, { headers: authHeaders(busy.dataDir) })
-        socket.once("open", () => resolve(socket))
-        socket.once("error", reject)
-      })
+    const streams: Array<ClientRequest> = []
     for (let batch = 0; batch < sessionsMax / 64; batch++)
-      sockets.push(...(await Promise.all(Array.from({ length: 64 }, open))))
+      streams.push(...(await Promise.all(Array.from({ length: 64 }, () => holdStream(busy.port, busy.dataDir)))))
 
     const refused = await rawHttp({
       host: "127.0.0.1",
@@ -137,8 +205,8 @@ describe("every session busy", () => {
       shim.stderr().includes("too many sessions") ? true : undefined,
     )
 
-    // Room is made: the shim gets in on its own and answers again.
-    sockets.pop()!.close()
+    // Room is made (a stream ends, its session is idle): the shim gets in on its own and answers again.
+    streams.pop()!.destroy()
     const answer = await waitFor(
       "an answer through the shim",
       async () => {
@@ -154,7 +222,7 @@ describe("every session busy", () => {
     )
     expect("result" in answer).toBe(true)
     await shim.close()
-    for (const socket of sockets) socket.close()
+    for (const stream of streams) stream.destroy()
   })
 })
 
