@@ -21,11 +21,13 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import {
   CallToolRequestSchema,
   type CallToolResult,
+  ErrorCode,
   GetPromptRequestSchema,
   InitializeRequestSchema,
   ListPromptsRequestSchema,
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
+  McpError,
   PingRequestSchema,
   ReadResourceRequestSchema,
   type Resource,
@@ -264,7 +266,8 @@ export const startSession = (
       }))
       server.setRequestHandler(GetPromptRequestSchema, async (request, extra) => {
         const prompt = promptsByName.get(request.params.name)
-        if (prompt === undefined) throw new Error(`Prompt ${request.params.name} not found`)
+        if (prompt === undefined)
+          throw new McpError(ErrorCode.InvalidParams, `Prompt ${request.params.name} not found`)
         const args = request.params.arguments ?? {}
         const exit = await run(
           prompt.get(
@@ -274,7 +277,10 @@ export const startSession = (
         )
         if (Exit.isSuccess(exit)) return exit.value
         const failure = exit.cause.reasons.find((reason) => reason._tag === "Fail")
-        throw new Error(failure?._tag === "Fail" ? failure.error.message : "internal error: the prompt failed")
+        if (failure?._tag !== "Fail") throw new McpError(ErrorCode.InternalError, "internal error: the prompt failed")
+        // Arguments the prompt cannot take are the caller's to mend (-32602), as a missing prompt is.
+        const callersFault = failure.error.code === "VALIDATION_ERROR" || failure.error.code === "NOT_FOUND"
+        throw new McpError(callersFault ? ErrorCode.InvalidParams : ErrorCode.InternalError, failure.error.message)
       })
     }
 
@@ -297,7 +303,8 @@ export const startSession = (
         const text = JSON.stringify(value, null, 2)
         return { contents: [{ uri: provider.resource.uri, mimeType: "application/json", text }] }
       }
-      if (request.params.uri !== knowledgeGraphUri) throw new Error(`Resource ${request.params.uri} not found`)
+      if (request.params.uri !== knowledgeGraphUri)
+        throw new McpError(ErrorCode.InvalidParams, `Resource ${request.params.uri} not found`)
       const scope = await project(extra.requestId)
       const exit = await run(
         Effect.gen(function* () {

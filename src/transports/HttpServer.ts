@@ -110,10 +110,12 @@ const loopbackHosts = new Set(["127.0.0.1", "localhost", "::1", "[::1]"])
 export const isLoopback = (host: string): boolean =>
   loopbackHosts.has(host) || (isIP(host) === 4 && host.startsWith("127."))
 
+/** The host name of a Host header, lower-cased: host names are case-insensitive (RFC 3986 §3.2.2). */
 const hostnameOf = (hostHeader: string): string => {
-  if (hostHeader.startsWith("[")) return hostHeader.slice(0, hostHeader.indexOf("]") + 1)
-  const colon = hostHeader.lastIndexOf(":")
-  return colon === -1 ? hostHeader : hostHeader.slice(0, colon)
+  const header = hostHeader.toLowerCase()
+  if (header.startsWith("[")) return header.slice(0, header.indexOf("]") + 1)
+  const colon = header.lastIndexOf(":")
+  return colon === -1 ? header : header.slice(0, colon)
 }
 
 /** Starts the server; it stops when the scope closes (closing every session). */
@@ -192,7 +194,7 @@ export const startHttpServer = (
       const header = req.headers.host
       if (header === undefined) return false
       const hostname = hostnameOf(header)
-      return isLoopback(hostname) || hostname === config.host
+      return isLoopback(hostname) || hostname === config.host.toLowerCase()
     }
     const allowedOrigin = (req: IncomingMessage): boolean => {
       const origin = req.headers.origin

@@ -217,9 +217,18 @@ describe("archive_routine prompt", () => {
 
       const fresh = await engine.client.getPrompt({ name: "archive_routine", arguments: {} })
       expect((fresh.messages[0]!.content as { text: string }).text).toContain("older than 14 days")
+      // Arguments it cannot take, a prompt or a resource that does not exist: invalid params (-32602),
+      // the caller's to mend, not an internal error (-32603).
       await expect(
         engine.client.getPrompt({ name: "archive_routine", arguments: { older_than_days: "soon" } }),
-      ).rejects.toThrow(/archive_routine/)
+      ).rejects.toMatchObject({ code: -32602, message: expect.stringMatching(/archive_routine/) })
+      await expect(engine.client.getPrompt({ name: "no_such_prompt", arguments: {} })).rejects.toMatchObject({
+        code: -32602,
+      })
+      await expect(engine.client.readResource({ uri: "memory://no-such-resource" })).rejects.toMatchObject({
+        code: -32602,
+        message: expect.stringMatching(/no-such-resource/),
+      })
     } finally {
       await engine.close()
     }

@@ -8,7 +8,7 @@
  * editor tools against a real headless Neovim and real TypeScript and Python files, the clipboard
  * under a virtual X server. A tool added without a call here fails the test.
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process"
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
@@ -326,10 +326,10 @@ const shimClient = async (dataDir: string, port: number): Promise<Client> => {
   return client
 }
 
-/** Runs the installed `mnemos` with `args`, `input` on its stdin; resolves when it exits. */
-const runProduct = (args: ReadonlyArray<string>, input = "") =>
+/** Runs the installed `mnemos` with `args`, `input` on its stdin and `env` added; resolves when it exits. */
+const runProductWith = (args: ReadonlyArray<string>, input: string, env: NodeJS.ProcessEnv) =>
   new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(productNode, [product.cli, ...args], { cwd: workspace, env: productEnv() })
+    const child = spawn(productNode, [product.cli, ...args], { cwd: workspace, env: { ...productEnv(), ...env } })
     started.push(child)
     let stdout = ""
     let stderr = ""
@@ -339,6 +339,9 @@ const runProduct = (args: ReadonlyArray<string>, input = "") =>
     child.once("exit", (code) => resolve({ code, stdout, stderr }))
     child.stdin.end(input)
   })
+
+/** Runs the installed `mnemos` with `args`, `input` on its stdin; resolves when it exits. */
+const runProduct = (args: ReadonlyArray<string>, input = "") => runProductWith(args, input, {})
 
 const line = (message: Record<string, unknown>) => `${JSON.stringify({ jsonrpc: "2.0", ...message })}\n`
 const initialize = line({
@@ -406,6 +409,27 @@ describe(`the installed product on Node ${productNodeVersion}`, () => {
         line({ id: 3, method: "tools/call", params: { name: "list_sticky_notes", arguments: {} } }),
     )
     assert.include(reread.stdout, "piped then closed")
+  })
+
+  it("editor tools against a Neovim that has quit answer NOT_FOUND, not an internal error", async () => {
+    const stale = join(tempDir("mnemos-shipped-stale-"), "nvim.sock")
+    // A socket file whose listener was killed, as a Neovim that was killed leaves it.
+    spawnSync(process.execPath, [
+      "-e",
+      `require("node:net").createServer().listen(${JSON.stringify(stale)}, () => process.kill(process.pid, "SIGKILL"))`,
+    ])
+    const ended = await runProductWith(
+      ["serve", "--stdio", "--data-dir", tempDir("mnemos-shipped-stale-data-")],
+      initialize +
+        initialized +
+        line({ id: 2, method: "tools/call", params: { name: "nvim_get_cursor", arguments: {} } }),
+      { NVIM: stale },
+    )
+    const answer = answersOf(ended.stdout).find((message) => message.id === 2)
+    assert.isTrue(answer?.result?.isError, JSON.stringify(answer))
+    const text =
+      answer!.result!.content[0]!.type === "text" ? (answer!.result!.content[0] as { text: string }).text : ""
+    assert.include(text, "NOT_FOUND")
   })
 
   it("the shim answers every request read before stdin ends, then exits 0", async () => {

@@ -103,6 +103,25 @@ describe("Host and Origin (DNS rebinding)", () => {
     ).toBe(101)
   })
 
+  it("host names are case-insensitive: Host LOCALHOST is the daemon's own", async () => {
+    for (const endpoint of endpoints) {
+      const response = await rawHttp({
+        host: "127.0.0.1",
+        port: daemon.port,
+        ...endpoint,
+        headers: { ...endpoint.headers, ...authHeaders(daemon.dataDir), host: `LOCALHOST:${daemon.port}` },
+      })
+      expect(response.status, `${endpoint.method} ${endpoint.path}: ${response.text}`).toBeLessThan(300)
+    }
+    expect(
+      await upgradeStatus(daemon.url, {
+        ...authHeaders(daemon.dataDir),
+        host: `LocalHost:${daemon.port}`,
+        origin: `http://LOCALHOST:${daemon.port}`,
+      }),
+    ).toBe(101)
+  })
+
   it.each([
     "evil.example",
     "127.0.0.1.evil.example", // a rebinding name that resolves to 127.0.0.1
