@@ -186,18 +186,17 @@ describe("every transport answers the same", () => {
         return client
       }),
     )
-    const startedAt = Date.now()
     await Promise.all(
       firstCallers.map((client) =>
         callTool(client, "create_entities", { entities: [{ name: "first", entityType: "t", observations: [] }] }),
       ),
     )
-    const elapsedMs = Date.now() - startedAt
     const stats = await apiGet<{ projects: Array<{ project: string }> }>(daemon, "/api/stats")
     const projects = stats.projects.map((entry) => entry.project)
     expect(projects).not.toContain("default")
+    // Each call landed in its client's root: the roots/list answer came back with the call, not
+    // after the timeout that falls back to "default".
     for (const index of [0, 1, 2, 3, 4]) expect(projects).toContain(`first-call-${index}`)
-    expect(elapsedMs).toBeLessThan(4_000)
     await Promise.all(firstCallers.map((client) => client.close()))
   })
 
