@@ -32,15 +32,17 @@ const ballastBytes = 16 * 1024 * 1024
 const observationBytes = 60_000
 
 /**
- * Mounts a tmpfs on the stores' directory, lays the ballast, and removes it once `flag` exists; then
+ * Mounts a tmpfs on each directory of MNEMOS_TEST_MOUNTS, lays a ballast in each, and removes them once the flag exists; then
  * runs the daemon (the arguments after the script), in the same private mount namespace.
  */
 const mountScript = `
 set -e
-mkdir -p "$MNEMOS_TEST_STORES"
-mount -t tmpfs -o size=${storesTmpfsBytes} tmpfs "$MNEMOS_TEST_STORES"
-head -c ${ballastBytes} /dev/zero > "$MNEMOS_TEST_STORES/ballast"
-( while [ ! -e "$MNEMOS_TEST_FREE" ]; do sleep 0.1; done; rm -f "$MNEMOS_TEST_STORES/ballast" ) &
+for dir in $MNEMOS_TEST_MOUNTS; do
+  mkdir -p "$dir"
+  mount -t tmpfs -o size=${storesTmpfsBytes} tmpfs "$dir"
+  head -c ${ballastBytes} /dev/zero > "$dir/ballast"
+done
+( while [ ! -e "$MNEMOS_TEST_FREE" ]; do sleep 0.1; done; for dir in $MNEMOS_TEST_MOUNTS; do rm -f "$dir/ballast"; done ) &
 exec "$@"
 `
 
@@ -59,7 +61,7 @@ describe("a full disk under the daemon", () => {
     const daemon = await startDaemon({
       dataDir,
       through: ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", mountScript, "sh"],
-      env: { MNEMOS_TEST_STORES: join(dataDir, "stores"), MNEMOS_TEST_FREE: freeFlag },
+      env: { MNEMOS_TEST_MOUNTS: join(dataDir, "stores"), MNEMOS_TEST_FREE: freeFlag },
     })
     const client = await connectClient("streamable-http", daemon.url, { headers: authHeaders(dataDir) })
     const observation = (name: string, part: string) => `${part}${name}`.padEnd(observationBytes, "x")
@@ -131,6 +133,65 @@ describe("a full disk under the daemon", () => {
     assert.isFalse(resumed.isError)
     assert.strictEqual((await graphHealth(daemon)).state, "running")
     assert.isTrue(existsSync(freeFlag))
+    assert.isNull((await Promise.race([daemon.exited, sleep(100)])) ?? null, "the daemon is still running")
+    await daemon.stop()
+  })
+
+  it("with the search index on a full disk too, bulk writes of 30,000-character observations are refused, never crash the daemon, and resume", async () => {
+    const dataDir = tempDir("mnemos-full-disk-bulk-")
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+    const freeFlag = join(dataDir, "free-the-ballast")
+    const daemon = await startDaemon({
+      dataDir,
+      through: ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", mountScript, "sh"],
+      env: { MNEMOS_TEST_MOUNTS: `${join(dataDir, "stores")} ${join(dataDir, "search")}`, MNEMOS_TEST_FREE: freeFlag },
+    })
+    const client = await connectClient("streamable-http", daemon.url, { headers: authHeaders(dataDir) })
+    const text = (name: string, part: number) => `${name} part ${part} `.repeat(2_000).slice(0, 30_000)
+    const acknowledged: Array<string> = []
+    let refusals = 0
+    // Bulk calls of ten entities, each with two observations of 30,000 characters; on past the
+    // first refusal (acknowledged writes while full must be kept too), and notes in another store.
+    for (let call = 0; call < 60 && refusals < 5; call++) {
+      const names = Array.from({ length: 10 }, (_, index) => `bulk-${call}-${index}`)
+      const result = await callTool(
+        client,
+        "create_entities",
+        {
+          entities: names.map((name) => ({ name, entityType: "filler", observations: [text(name, 1), text(name, 2)] })),
+        },
+        30_000,
+      ).catch((error: Error) => {
+        throw new Error(
+          `call ${call} got no answer (${error.message}); the daemon said:\n${daemon.output().slice(-4000)}`,
+        )
+      })
+      if (result.isError) {
+        refusals++
+        assert.include(result.text, "is full")
+      } else acknowledged.push(...names)
+      await callTool(client, "add_sticky_note", { text: text(`note-${call}`, 0) })
+    }
+    assert.isAbove(refusals, 0, `${acknowledged.length} entities of 60 kB fit on ${storesTmpfsBytes >> 20} MiB disks`)
+    assert.isNull((await Promise.race([daemon.exited, sleep(500)])) ?? null, "the daemon is still running")
+    const read = await callTool(client, "open_nodes", { names: acknowledged })
+    assert.isFalse(read.isError, read.text)
+    assert.strictEqual((read.structured as { entities: ReadonlyArray<unknown> }).entities.length, acknowledged.length)
+    const search = await callTool(client, "search_nodes", { query: "bulk-0-0" })
+    assert.isFalse(search.isError, search.text)
+
+    writeFileSync(freeFlag, "")
+    const resumed = await waitFor(
+      "a write after the ballast is gone",
+      async () => {
+        const result = await callTool(client, "create_entities", {
+          entities: [{ name: "after-space-returned", entityType: "t", observations: [text("after", 1)] }],
+        })
+        return result.isError ? undefined : result
+      },
+      30_000,
+    )
+    assert.isFalse(resumed.isError)
     assert.isNull((await Promise.race([daemon.exited, sleep(100)])) ?? null, "the daemon is still running")
     await daemon.stop()
   })
