@@ -83,6 +83,8 @@ export interface StoredMessage {
   readonly created_by: string
   /** Set when the message was logically deleted (it stays until rebuild_index). */
   readonly deleted_at?: number
+  /** A tombstone's: the bytes of content and metadata the message held (the tombstone keeps none). */
+  readonly dead_bytes?: number
   readonly message: Message
 }
 
