@@ -138,9 +138,19 @@ export const layer = (config: EngineConfig) => {
     config.nats === undefined
       ? Layer.empty
       : Layer.unwrap(Effect.promise(async () => (await import("./cluster/Presence.ts")).layer))
-  return Layer.mergeAll(GraphSearch.layer, AuditLedger.layer, RecordExpiry.layer(recordStores), search, presence).pipe(
-    Layer.provideMerge(core),
-  )
+  // A replica's first start confirms its join: the copies `cluster join` set aside are removed.
+  const preJoin =
+    config.nats === undefined
+      ? Layer.empty
+      : Layer.unwrap(Effect.promise(async () => (await import("./cluster/PreJoinCopies.ts")).layer(config.dataDir)))
+  return Layer.mergeAll(
+    GraphSearch.layer,
+    AuditLedger.layer,
+    RecordExpiry.layer(recordStores),
+    search,
+    presence,
+    preJoin,
+  ).pipe(Layer.provideMerge(core))
 }
 
 /** What `compactAll` did, per store and for search. */
