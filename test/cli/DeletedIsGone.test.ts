@@ -3,10 +3,10 @@
  * is written into the body of each (a conversation message, a graph observation, the observation
  * of a deleted entity, a removed sticky note, a sticky note that expires by its ttl, the note of an
  * unpinned file), each is deleted, and after `mnemos compact` alone no file of the data directory
- * holds any marker — not a store's log or LMDB file, not search's, not the audit ledger — and
- * `query_audit` answers no marker either. Live records written next to them still read back.
+ * holds any marker — not a store's log or LMDB file, not search's, not the audit ledger, not a
+ * `pre-join-*` copy left by an earlier join — and `query_audit` answers no marker either. Live records written next to them still read back.
  */
-import { readdirSync, readFileSync, statSync } from "node:fs"
+import { cpSync, existsSync, readdirSync, readFileSync, statSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import { authHeaders, callTool, cleanup, connectClient, runCli, startDaemon } from "../transports/harness.ts"
@@ -71,8 +71,13 @@ describe("deleted is gone in every store", () => {
     for (const [kind, marker] of Object.entries(markers))
       assert.isAbove(filesHolding(daemon.dataDir, marker).length, 0, `the ${kind} marker is on disk before`)
 
+    // A copy an earlier `mnemos cluster join` set aside (this directory left the memory since).
+    const preJoin = join(daemon.dataDir, "pre-join-2026-01-01T00-00-00-000Z")
+    cpSync(join(daemon.dataDir, "stores"), join(preJoin, "stores"), { recursive: true })
+
     const compacted = await runCli(["compact", "--data-dir", daemon.dataDir], 120_000)
     assert.strictEqual(compacted.code, 0, compacted.output)
+    assert.isFalse(existsSync(preJoin), "compact removes a local data directory's pre-join copies")
     const audit = await ok("query_audit", { project: "*", limit: 200 })
     assert.include(audit, "unpin_file", "the ledger names what was done")
     const left = Object.entries(markers).map(([kind, marker]) => ({
