@@ -24,6 +24,7 @@ import {
   type ExpiryEntry,
   expiryKey,
   isKeySafe,
+  isRecordKey,
   numberKey,
   projectKey,
   recordDescendingKey,
@@ -193,6 +194,15 @@ export const tombstoneOf = (record: StoredRecord, now: number, by: string): Stor
     deletedBy: record.deletedBy ?? by,
     data: {},
   }
+}
+
+/** A compaction keeps a tombstone written before tombstones kept no content as one that keeps none. */
+export const compactRecordValue = (key: string, value: unknown): unknown => {
+  if (!isRecordKey(key)) return value
+  const record = value as StoredRecord
+  if (record.deletedAt === undefined) return value
+  const { unique: _, expiresAt: __, data: ___, ...kept } = record
+  return { ...kept, data: {} } satisfies StoredRecord
 }
 
 const isValidName = (text: string): boolean => text !== "" && text.length <= recordIdLengthMax && isKeySafe(text)
@@ -420,6 +430,7 @@ export const makeRecordStore = (name: string, kinds: ReadonlyArray<AnyRecordKind
     failureSchema: RecordRejected,
     decide,
     apply,
+    compactValue: compactRecordValue,
     kinds,
   }
 }
