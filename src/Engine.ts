@@ -138,9 +138,19 @@ export const layer = (config: EngineConfig) => {
     config.nats === undefined
       ? Layer.empty
       : Layer.unwrap(Effect.promise(async () => (await import("./cluster/Presence.ts")).layer))
-  return Layer.mergeAll(GraphSearch.layer, AuditLedger.layer, RecordExpiry.layer(recordStores), search, presence).pipe(
-    Layer.provideMerge(core),
-  )
+  // A replica's first start confirms its join: the copies `cluster join` set aside are removed.
+  const preJoin =
+    config.nats === undefined
+      ? Layer.empty
+      : Layer.unwrap(Effect.promise(async () => (await import("./cluster/PreJoinCopies.ts")).layer(config.dataDir)))
+  return Layer.mergeAll(
+    GraphSearch.layer,
+    AuditLedger.layer,
+    RecordExpiry.layer(recordStores),
+    search,
+    presence,
+    preJoin,
+  ).pipe(Layer.provideMerge(core))
 }
 
 /** What `compactAll` did, per store and for search. */
@@ -156,11 +166,13 @@ export interface CompactAllReport {
 
 /**
  * Compacts the named stores (every store when none is named) one after another, then search's files:
- * afterwards nothing deleted (or overwritten) before the call is in any file of the data directory
- * but the audit ledger's names and titles (docs/durability.md, "Deleted means gone").
+ * afterwards nothing deleted (or overwritten, or expired) before the call is in any file of the data
+ * directory but the audit ledger's names and ids (docs/durability.md, "Deleted means gone").
  */
 export const compactAll = (names?: ReadonlyArray<string>) =>
   Effect.gen(function* () {
+    // Notes whose time ran out while no sweep came by are deleted first, like any deleted record.
+    yield* RecordExpiry.sweepDue(recordStores)
     const router = yield* Router.Router
     const stores = []
     for (const store of names ?? router.names()) stores.push({ store, ...(yield* router.compact(store)) })

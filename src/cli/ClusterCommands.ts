@@ -3,9 +3,9 @@
  *
  * `join` moves the data directory's local memory into a shared memory whose streams are empty for
  * the stores it holds: each store's whole state is published as snapshot messages (JetStreamWal's
- * `publishSnapshot`), the local stores are set aside in `<dataDir>/pre-join-<time>/` (nothing is
- * deleted), and the data directory becomes a replica that loads them back from the streams on its
- * next start. Other daemons joining the same memory load them too. A store the shared memory already
+ * `publishSnapshot`), the local stores are set aside in `<dataDir>/pre-join-<time>/`, and the data
+ * directory becomes a replica that loads them back from the streams on its next start, which then
+ * removes the copy (src/cluster/PreJoinCopies.ts). Other daemons joining the same memory load them too. A store the shared memory already
  * holds is not merged: the join refuses before it changes anything.
  *
  * `leave` keeps a local copy: the stores catch up with their streams, LMDB is flushed, and the
@@ -24,6 +24,7 @@ import { domainStores } from "../Engine.ts"
 import { isOwnerAlive, lockDataDir, readLockOwner, resolveDataDir } from "../stores/DataDir.ts"
 import {
   newDaemonId,
+  preJoinCopyPrefix,
   readMembership,
   removeMembership,
   storesHoldingData,
@@ -156,7 +157,7 @@ const joinCommand = Command.make(
       )
     }
     // The local copies go aside (the replica loads the same state back from the streams on its start).
-    const aside = join(dir, `pre-join-${new Date().toISOString().replace(/[:.]/g, "-")}`)
+    const aside = join(dir, `${preJoinCopyPrefix}${new Date().toISOString().replace(/[:.]/g, "-")}`)
     yield* Effect.try({
       try: () => {
         mkdirSync(aside, { recursive: true, mode: 0o700 })
@@ -175,7 +176,7 @@ const joinCommand = Command.make(
       joinedAt: new Date().toISOString(),
     })
     yield* Console.log(
-      `done: ${dir} is a replica of "${settings.prefix}" (this daemon: ${settings.daemonId}); the local stores are kept in ${aside}; start it with mnemos serve`,
+      `done: ${dir} is a replica of "${settings.prefix}" (this daemon: ${settings.daemonId}); the local stores are kept in ${aside} until its first start has loaded them from the shared memory; start it with mnemos serve`,
     )
   }, Effect.scoped),
 ).pipe(

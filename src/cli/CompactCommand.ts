@@ -1,7 +1,8 @@
 /**
  * `mnemos compact`: rewrites the stores' files (and search's) with the live data only, so nothing
  * deleted or overwritten is left in any file of the data directory (docs/durability.md, "Deleted
- * means gone"). Through the data directory's daemon when one runs (`POST /api/compact`), else with
+ * means gone"); a local data directory's `pre-join-*` copies (left by an earlier `cluster join`) are
+ * removed too. Through the data directory's daemon when one runs (`POST /api/compact`), else with
  * the engine opened here (the lock is held meanwhile; search is warmed first, so what it dropped for
  * deletions made while no daemon ran is dropped before its files are rewritten).
  */
@@ -11,6 +12,7 @@ import { Command, Flag } from "effect/cli"
 import { type CompactAllReport, compactAll, layer as engineLayer } from "../Engine.ts"
 import { SearchIndexer } from "../search/Indexer.ts"
 import { isOwnerAlive, readLockOwner, resolveDataDir } from "../stores/DataDir.ts"
+import { readMembership, removePreJoinCopies } from "../stores/SharedMemory.ts"
 import { readToken } from "../transports/Daemon.ts"
 import { runningDaemon } from "./HealthCommand.ts"
 import { dataDirFlag } from "./ServeCommand.ts"
@@ -92,6 +94,16 @@ export const compactCommand = Command.make(
       )
     }
     yield* printReport(report)
+    // Copies an earlier `cluster join` set aside hold the stores as they were then (a replica
+    // removes its own once its join is confirmed; one left in a local data directory is stale).
+    if (readMembership(location.path) === undefined) {
+      const removed = yield* Effect.try({
+        try: () => removePreJoinCopies(location.path),
+        catch: (error) => new CompactProblem({ message: `could not remove the pre-join copies: ${String(error)}` }),
+      })
+      if (removed.length > 0)
+        yield* Console.log(`  removed the copies set aside by mnemos cluster join: ${removed.join(", ")}`)
+    }
     yield* Console.log("done: nothing deleted is left in the stores' or search's files")
   }),
 ).pipe(

@@ -83,6 +83,8 @@ export interface StoredMessage {
   readonly created_by: string
   /** Set when the message was logically deleted (it stays until rebuild_index). */
   readonly deleted_at?: number
+  /** A tombstone's: the bytes of content and metadata the message held (the tombstone keeps none). */
+  readonly dead_bytes?: number
   readonly message: Message
 }
 
@@ -153,6 +155,11 @@ export const wholeGen = (gen: number): KeyRange => under(genPrefix(gen))
 
 export const messageKey = (gen: number, project: string, id: string): string =>
   `${genPrefix(gen)}m${sep}${component(project)}${sep}${id}`
+/** Whether `key` is a stored message's key (of any generation). */
+export const isMessageKey = (key: string): boolean => {
+  const parts = key.split(sep)
+  return parts.length === 4 && parts[0]!.startsWith("g") && parts[1] === "m"
+}
 export const historyKey = (gen: number, project: string, session: string, id: string): string =>
   `${historyPrefix(gen, project, session)}${id}`
 export const sessionKey = (gen: number, project: string, session: string): string =>

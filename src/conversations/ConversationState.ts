@@ -17,6 +17,7 @@ const storedMessageProblem = decodeProblemOf(
     project: Schema.String,
     created_by: Schema.String,
     deleted_at: Schema.optionalKey(Schema.Number),
+    dead_bytes: Schema.optionalKey(Count),
     message: Message,
   }),
 )

@@ -20,7 +20,14 @@ import { Result, Schema } from "effect"
 import { decodeTime, incrementBase32, ulid } from "ulid"
 import type { StoreView, StoreWriter } from "../stores/Checkpoint.ts"
 import type { Decision, StoreDefinition } from "../stores/StoreDefinition.ts"
-import { allTombstones, lastIdKey, parseTombstoneKey, statsKey } from "./ConversationKeys.ts"
+import {
+  allTombstones,
+  isMessageKey,
+  lastIdKey,
+  parseTombstoneKey,
+  type StoredMessage,
+  statsKey,
+} from "./ConversationKeys.ts"
 import {
   applyGeneration,
   currentGen,
@@ -30,7 +37,7 @@ import {
   GenerationRefused,
   type GenerationReply,
 } from "./Generations.ts"
-import { erase, insertLive, markDeleted, readStats, readStored, replaceLive } from "./MessageState.ts"
+import { erase, insertLive, markDeleted, readStats, readStored, replaceLive, tombstoneOf } from "./MessageState.ts"
 import {
   BoundedMetadata,
   Content,
@@ -247,4 +254,9 @@ export const conversationStore: StoreDefinition<
   decide: (command, state, context) =>
     isGenerationCommand(command) ? decideGeneration(command, state) : decideMessage(command, state, context.now),
   apply: (event, state) => (isGenerationEvent(event) ? applyGeneration(event, state) : applyMessage(event, state)),
+  // A tombstone written before tombstones kept no content is compacted into one that keeps none.
+  compactValue: (key, value) => {
+    const stored = value as StoredMessage
+    return isMessageKey(key) && stored.deleted_at !== undefined ? tombstoneOf(stored, stored.deleted_at) : value
+  },
 }

@@ -34,7 +34,7 @@ import {
   tombstoneKey,
   zeroKindCounts,
 } from "./ConversationKeys.ts"
-import { type Message, utf8Bytes } from "./Model.ts"
+import { defaultMetadata, type Message, utf8Bytes } from "./Model.ts"
 
 /** The counters of generation `gen`. */
 export const readStats = (state: StoreView, gen: number): Stats =>
@@ -249,11 +249,28 @@ const unlinkLive = (state: StoreWriter, gen: number, stored: StoredMessage) => {
   indexRelations(state, gen, project, message, false)
 }
 
-/** Logically deletes a live message: it leaves every index and stays as a tombstone. */
+/**
+ * A message's tombstone: its id, session, role and times, with no content and default metadata
+ * (what was deleted is in no key of the state, so a compaction leaves it in no file), and how
+ * many bytes it held, for the counters.
+ */
+export const tombstoneOf = (stored: StoredMessage, at: number): StoredMessage => {
+  const { message } = stored
+  const bytes = bytesOf(message)
+  return {
+    project: stored.project,
+    created_by: stored.created_by,
+    deleted_at: stored.deleted_at ?? at,
+    dead_bytes: stored.dead_bytes ?? bytes.content + bytes.metadata,
+    message: { ...message, content: "", metadata: defaultMetadata },
+  }
+}
+
+/** Logically deletes a live message: it leaves every index and stays as a tombstone without content. */
 export const markDeleted = (state: StoreWriter, gen: number, stored: StoredMessage, at: number): void => {
   const { project, message } = stored
   unlinkLive(state, gen, stored)
-  state.put(messageKey(gen, project, message.message_id), { ...stored, deleted_at: at })
+  state.put(messageKey(gen, project, message.message_id), tombstoneOf(stored, at))
   state.put(tombstoneKey(gen, project, message.message_id), 1)
   const bytes = bytesOf(message)
   updateStats(state, gen, (stats) => ({
@@ -278,7 +295,7 @@ export const erase = (state: StoreWriter, gen: number, stored: StoredMessage): v
     updateStats(state, gen, (stats) => ({
       ...stats,
       deleted: stats.deleted - 1,
-      dead_bytes: stats.dead_bytes - bytes.content - bytes.metadata,
+      dead_bytes: stats.dead_bytes - (stored.dead_bytes ?? bytes.content + bytes.metadata),
     }))
     return
   }

@@ -27,6 +27,7 @@ export const adrKind = defineKind<AdrData>({
   data: AdrData,
   numbered: true,
   title: (adr) => adr.title,
+  namedBy: (adr) => adr.title,
   text: (adr) => [adr.title, adr.context, adr.decision, adr.consequences, ...(adr.tags ?? [])],
 })
 

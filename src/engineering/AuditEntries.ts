@@ -3,6 +3,7 @@
  * tool and the record's title, so their entries are complete. Graph events carry the project,
  * what changed and who (`by`, the client that asked; events written before it existed, and
  * imports, have none and say `who: "unknown"`); their entries name the tool the event implies.
+ * Summaries hold names and ids, never bodies (a note's text, a message, an observation).
  * Events of any other store (a conversation message's `created_by`, say) get a
  * generic entry from whatever `project`/`by`/`tool` fields they have. The audit store's own
  * events are never audited (that would never end).
@@ -78,6 +79,16 @@ const stringField = (event: unknown, field: string): string | undefined => {
   return typeof value === "string" ? value : undefined
 }
 
+/**
+ * A record's entry names it by kind, number or id, and its kind's name for it (a task's title, a
+ * pinned file's path) — never its body: a sticky note's text, say, would outlive the note here.
+ */
+export const recordSummary = (change: string, kind: string, label: string, name: string | undefined): string =>
+  `${change} ${kind.replaceAll("_", " ")} ${label}${name !== undefined ? `: ${name}` : ""}`.slice(
+    0,
+    auditSummaryCharsMax,
+  )
+
 const isRecordEvent = (event: unknown): event is RecordEvent => stringField(event, "_tag") === "RecordWritten"
 
 /** The ledger entry for one committed event, or undefined for the audit store's own events. */
@@ -97,10 +108,7 @@ export const auditEntryOf = (committed: CommittedEvent): AuditEntryInput | undef
       action: event.change,
       kind: record.kind,
       recordId: record.id,
-      summary: `${event.change} ${record.kind.replaceAll("_", " ")} ${label}: ${event.title}`.slice(
-        0,
-        auditSummaryCharsMax,
-      ),
+      summary: recordSummary(event.change, record.kind, label, event.name),
     }
   }
   if (store === "graph") {

@@ -144,6 +144,28 @@ const apply = (event: AuditEvent, state: StoreWriter): void => {
   state.put(nextSeqKey, next)
 }
 
+/**
+ * The record kinds whose title is their body (they declare no `namedBy`): entries about them name
+ * them by kind and id only. Earlier versions quoted the title; a compaction drops that quote.
+ */
+export const unnamedRecordKinds: ReadonlySet<string> = new Set([
+  "sticky_note",
+  "session_summary",
+  "code_change",
+  "error_fix",
+])
+
+/** An entry as a compaction keeps it: an old entry's quote of an unnamed record's body is dropped. */
+export const compactAuditValue = (key: string, value: unknown): unknown => {
+  if (!key.startsWith(`e${sep}`)) return value
+  const entry = value as AuditEntry
+  if (entry.kind === undefined || !unnamedRecordKinds.has(entry.kind)) return value
+  const prefix = `${entry.action} ${entry.kind.replaceAll("_", " ")} `
+  if (!entry.summary.startsWith(prefix)) return value
+  const quote = entry.summary.indexOf(": ", prefix.length)
+  return quote === -1 ? value : { ...entry, summary: entry.summary.slice(0, quote) }
+}
+
 /** The audit store's definition. */
 export const auditStore: StoreDefinition<AuditCommand, AuditEvent, AuditReply, never> = {
   name: "audit",
@@ -151,6 +173,7 @@ export const auditStore: StoreDefinition<AuditCommand, AuditEvent, AuditReply, n
   eventSchema: AuditEvent,
   decide,
   apply,
+  compactValue: compactAuditValue,
 }
 
 const auditEntryProblem = decodeProblemOf(AuditEntry)

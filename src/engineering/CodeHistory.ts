@@ -78,6 +78,7 @@ export const techDebtKind = defineKind<TechDebtData>({
   name: "tech_debt",
   data: TechDebtData,
   title: (debt) => `[${debt.severity}] ${debt.location}: ${debt.description.split("\n", 1)[0]!.slice(0, 100)}`,
+  namedBy: (debt) => debt.location,
   text: (debt) => [debt.description, debt.location, ...gitTexts(debt)],
 })
 
@@ -94,6 +95,7 @@ export const snippetKind = defineKind<SnippetData>({
   name: "snippet",
   data: SnippetData,
   title: (snippet) => snippet.title,
+  namedBy: (snippet) => snippet.title,
   text: (snippet) => [snippet.title, snippet.description, snippet.language, snippet.code, ...(snippet.tags ?? [])],
 })
 
@@ -110,6 +112,7 @@ export const prChecklistItemKind = defineKind<PrChecklistItemData>({
   name: "pr_checklist_item",
   data: PrChecklistItemData,
   title: (item) => `${item.checked ? "[x]" : "[ ]"} ${item.pr}: ${item.text.split("\n", 1)[0]!.slice(0, 100)}`,
+  namedBy: (item) => item.pr,
   text: (item) => [item.pr, item.text],
   normalize: (item, previous, now) => {
     if (!item.checked) {
@@ -131,6 +134,7 @@ export const pinnedFileKind = defineKind<PinnedFileData>({
   data: PinnedFileData,
   uniqueBy: (file) => file.path,
   title: (file) => file.path,
+  namedBy: (file) => file.path,
   text: (file) => [file.path, file.note],
 })
 
@@ -156,6 +160,7 @@ export const environmentKind = defineKind<EnvironmentData>({
   data: EnvironmentData,
   uniqueBy: (environment) => environment.name,
   title: (environment) => environment.name,
+  namedBy: (environment) => environment.name,
   text: (environment) => [
     environment.name,
     environment.environmentType,
@@ -184,6 +189,7 @@ export const milestoneKind = defineKind<MilestoneData>({
   name: "milestone",
   data: MilestoneData,
   title: (milestone) => milestone.title,
+  namedBy: (milestone) => milestone.title,
   text: (milestone) => [milestone.title, milestone.description, milestone.retrospective],
 })
 

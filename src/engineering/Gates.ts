@@ -55,6 +55,7 @@ export const gateKind = defineKind<GateData>({
   data: GateData,
   uniqueBy: (gate) => gate.action,
   title: (gate) => `${gate.action}: ${gate.status}${gate.reason !== undefined ? ` (${gate.reason})` : ""}`,
+  namedBy: (gate) => `${gate.action}: ${gate.status}`,
   text: (gate) => [gate.action, gate.reason],
 })
 

@@ -81,6 +81,7 @@ export const handoffKind = defineKind<HandoffData>({
   name: "handoff",
   data: HandoffData,
   title: (handoff) => `${handoff.fromAgent} → ${handoff.toAgent}: ${handoff.summary.split("\n", 1)[0]!.slice(0, 100)}`,
+  namedBy: (handoff) => `${handoff.fromAgent} → ${handoff.toAgent}`,
   text: (handoff) => [handoff.summary, handoff.context, handoff.fromAgent, handoff.toAgent],
   normalize: (handoff, previous, now) =>
     handoff.status === "acknowledged" && previous?.status !== "acknowledged"
@@ -104,6 +105,7 @@ export const workspaceKind = defineKind<WorkspaceData>({
   data: WorkspaceData,
   uniqueBy: (workspace) => workspace.name,
   title: (workspace) => workspace.name,
+  namedBy: (workspace) => workspace.name,
   text: (workspace) => [workspace.name, workspace.description, ...workspace.pinnedFiles.map((file) => file.path)],
 })
 

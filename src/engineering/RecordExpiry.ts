@@ -65,6 +65,22 @@ const sweepStore = (definition: RecordStoreDefinition) =>
     return outcomes.reduce((sum: number, deleted) => sum + deleted, 0)
   })
 
+/** Those of `stores` that the router runs and that have expiring kinds. */
+const expiringOf = (stores: ReadonlyArray<RecordStoreDefinition>, router: Router["Service"]) => {
+  const running = new Set(router.health().map((store) => store.name))
+  return stores.filter((store) => running.has(store.name) && store.kinds.some((kind) => kind.expiresAt !== undefined))
+}
+
+/** Deletes every record of `stores` due by now, until none is left; answers how many (a compaction runs it first). */
+export const sweepDue = (stores: ReadonlyArray<RecordStoreDefinition>): Effect.Effect<number, StoreError, Router> =>
+  Effect.gen(function* () {
+    let deleted = 0
+    for (const definition of expiringOf(stores, yield* Router)) {
+      for (let swept = yield* sweepStore(definition); swept > 0; swept = yield* sweepStore(definition)) deleted += swept
+    }
+    return deleted
+  })
+
 /** Sweeps `stores` (those with expiring kinds) in the background; `sweep` sweeps on demand. */
 export const layer = (
   stores: ReadonlyArray<RecordStoreDefinition>,
@@ -73,10 +89,7 @@ export const layer = (
     RecordExpiry,
     Effect.gen(function* () {
       const router = yield* Router
-      const running = new Set(router.health().map((store) => store.name))
-      const expiring = stores.filter(
-        (store) => running.has(store.name) && store.kinds.some((kind) => kind.expiresAt !== undefined),
-      )
+      const expiring = expiringOf(stores, router)
       const bus = yield* EventBus
       for (const definition of expiring) {
         const commits = yield* bus.subscribe

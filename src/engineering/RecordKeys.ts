@@ -22,6 +22,8 @@
 import type { KeyRange } from "../stores/Checkpoint.ts"
 
 const sep = "\u001f"
+/** Whether `key` is a record's key (`r / project / kind / id`). */
+export const isRecordKey = (key: string): boolean => key.startsWith(`r${sep}`)
 const end = " "
 
 /** A range covering every key that starts with `prefix` (which must end in the separator). */

@@ -18,10 +18,12 @@ const expiryProblem = decodeProblemOf(
 /** The state of a record store holding `kinds`. */
 export const recordState = (kinds: ReadonlyArray<AnyRecordKind>): StateSchema => {
   const kindsByName = new Map(kinds.map((kind) => [kind.name, kind]))
-  const dataProblem = (kindName: string, data: unknown): string | undefined => {
+  const dataProblem = (kindName: string, record: StoredRecord): string | undefined => {
     const kind = kindsByName.get(kindName)
     if (kind === undefined) return `this store keeps no records of kind ${JSON.stringify(kindName)}`
-    const decoded = Schema.decodeUnknownResult(kind.data)(data)
+    // A tombstone keeps no data (one written before that rule keeps its last data).
+    if (record.deletedAt !== undefined) return undefined
+    const decoded = Schema.decodeUnknownResult(kind.data)(record.data)
     return Result.isFailure(decoded) ? `its ${kindName} data: ${decoded.failure.message}` : undefined
   }
   return {
@@ -33,7 +35,7 @@ export const recordState = (kinds: ReadonlyArray<AnyRecordKind>): StateSchema =>
           return (
             recordProblem(value) ??
             keyMismatch(value as object, { project, kind, id: last }) ??
-            dataProblem(kind!, (value as StoredRecord).data)
+            dataProblem(kind!, value as StoredRecord)
           )
         case "d/4":
         case "u/4":

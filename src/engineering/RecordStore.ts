@@ -24,6 +24,7 @@ import {
   type ExpiryEntry,
   expiryKey,
   isKeySafe,
+  isRecordKey,
   numberKey,
   projectKey,
   recordDescendingKey,
@@ -70,8 +71,14 @@ export interface RecordKind<D extends RecordData = RecordData> {
   readonly uniqueBy?: (data: D) => string
   /** Numbered kinds get 1, 2, 3, ... per project (ADR-0001). */
   readonly numbered?: boolean
-  /** A one-line title for lists, audit entries and search results. */
+  /** A one-line title for lists and search results. */
   readonly title: (data: D) => string
+  /**
+   * What names a record where its body may not go — the audit ledger, and the event of its
+   * deletion, which outlive it: a task's title, a pinned file's path. A kind whose title is its
+   * body (a sticky note's text) has none, and is named there by kind and id only.
+   */
+  readonly namedBy?: (data: D) => string
   /** The texts `query` filters and search match against. */
   readonly text: (data: D) => ReadonlyArray<string | undefined>
   /** When a record of this kind stops being live by itself (a sticky note's TTL); see RecordExpiry.ts. */
@@ -124,11 +131,17 @@ export type RecordCommand = typeof RecordCommand.Type
 /** Longest record title carried in an event (for the audit ledger). */
 export const eventTitleCharsMax = 200
 
-/** The one event of a record store: a record as it now is, with who changed it through which tool. */
+/**
+ * The one event of a record store: a record as it now is, with who changed it through which tool.
+ * `title` is the record's title (its name only, or empty, when it is deleted); `name` is its
+ * kind's name for it, when the kind has one — all the audit ledger keeps (events written before
+ * it existed have none).
+ */
 export const RecordEvent = Schema.TaggedStruct("RecordWritten", {
   change: Schema.Literals(["created", "updated", "deleted"]),
   tool: Schema.String,
   title: Schema.String,
+  name: Schema.optionalKey(Schema.String),
   record: StoredRecord,
 })
 export type RecordEvent = typeof RecordEvent.Type
@@ -160,6 +173,37 @@ interface Checked {
 const invalid = (message: string) => new RecordRejected({ reason: "Invalid", message })
 const notFound = (kind: string, what: string) =>
   new RecordRejected({ reason: "NotFound", message: `no ${kind.replaceAll("_", " ")} ${what} in this project` })
+
+/** A kind's name for a record with `data`, cut to `eventTitleCharsMax`. */
+const nameOf = (kind: RecordKind<RecordData>, data: RecordData): string | undefined =>
+  kind.namedBy?.(data).slice(0, eventTitleCharsMax)
+
+/**
+ * The tombstone that replaces a deleted record: who made it and when, its number (numbered kinds
+ * never reuse one), and no data — what was deleted is in no key of the state, so a compaction
+ * leaves it in no file. (Its unique key and expiry go too; `apply` drops their indexes.)
+ */
+export const tombstoneOf = (record: StoredRecord, now: number, by: string): StoredRecord => {
+  const { unique: _, expiresAt: __, data: ___, ...kept } = record
+  return {
+    ...kept,
+    revision: record.revision + 1,
+    updatedAt: now,
+    updatedBy: by,
+    deletedAt: record.deletedAt ?? now,
+    deletedBy: record.deletedBy ?? by,
+    data: {},
+  }
+}
+
+/** A compaction keeps a tombstone written before tombstones kept no content as one that keeps none. */
+export const compactRecordValue = (key: string, value: unknown): unknown => {
+  if (!isRecordKey(key)) return value
+  const record = value as StoredRecord
+  if (record.deletedAt === undefined) return value
+  const { unique: _, expiresAt: __, data: ___, ...kept } = record
+  return { ...kept, data: {} } satisfies StoredRecord
+}
 
 const isValidName = (text: string): boolean => text !== "" && text.length <= recordIdLengthMax && isKeySafe(text)
 
@@ -195,12 +239,16 @@ export const makeRecordStore = (name: string, kinds: ReadonlyArray<AnyRecordKind
       return id === undefined ? undefined : find(kind, id)
     }
     const write = (change: RecordEvent["change"], record: StoredRecord, previous: StoredRecord | undefined) => {
-      const title = kindsByName.get(record.kind)!.title(record.data).slice(0, eventTitleCharsMax)
+      const kind = kindsByName.get(record.kind)!
+      // A tombstone has no data: its event is named from the record it replaces.
+      const data = change === "deleted" ? (previous?.data ?? {}) : record.data
+      const name = nameOf(kind, data)
+      const title = change === "deleted" ? (name ?? "") : kind.title(data).slice(0, eventTitleCharsMax)
       records.set(recordKey(project, record.kind, record.id), record)
       if (previous?.unique !== undefined) uniques.set(uniqueKey(project, record.kind, previous.unique), undefined)
       if (record.unique !== undefined && record.deletedAt === undefined)
         uniques.set(uniqueKey(project, record.kind, record.unique), record.id)
-      events.push({ _tag: "RecordWritten", change, tool, title, record })
+      events.push({ _tag: "RecordWritten", change, tool, title, ...(name !== undefined ? { name } : {}), record })
       replies.push(record)
     }
     const checkRevision = (record: StoredRecord, expected: number | undefined): RecordRejected | undefined =>
@@ -339,18 +387,7 @@ export const makeRecordStore = (name: string, kinds: ReadonlyArray<AnyRecordKind
           if (previous === undefined) return Result.fail(notFound(kind.name, op.id ?? `"${op.unique ?? ""}"`))
           const conflict = checkRevision(previous, op.expectedRevision)
           if (conflict !== undefined) return Result.fail(conflict)
-          write(
-            "deleted",
-            {
-              ...previous,
-              revision: previous.revision + 1,
-              updatedAt: now,
-              updatedBy: by,
-              deletedAt: now,
-              deletedBy: by,
-            },
-            previous,
-          )
+          write("deleted", tombstoneOf(previous, now, by), previous)
           break
         }
       }
@@ -393,6 +430,7 @@ export const makeRecordStore = (name: string, kinds: ReadonlyArray<AnyRecordKind
     failureSchema: RecordRejected,
     decide,
     apply,
+    compactValue: compactRecordValue,
     kinds,
   }
 }

@@ -38,6 +38,7 @@ export const taskKind = defineKind<TaskData>({
   name: "task",
   data: TaskData,
   title: (task) => task.title,
+  namedBy: (task) => task.title,
   text: (task) => [task.title, task.description, task.assignee, ...(task.tags ?? []), ...(task.links ?? [])],
   normalize: (task, previous, now) => {
     if (task.status !== "done") {

@@ -7,6 +7,11 @@
  * leaves (`mnemos cluster leave`). It guards against mixing histories: a data directory holding a
  * local memory never silently starts replicating another one, and a replica never silently starts
  * writing a local log of its own.
+ *
+ * `cluster join` sets the local stores aside in `<dataDir>/pre-join-<time>/` until the join is
+ * confirmed: once the replica's first start has opened every store from the streams (which hold
+ * the same state), the copies are removed (`removePreJoinCopies`) — they hold whatever was deleted
+ * since, in no file a compaction rewrites.
  */
 import { randomBytes } from "node:crypto"
 import { existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
@@ -47,6 +52,25 @@ export const writeMembership = (dataDir: string, membership: Membership): void =
 
 /** Forgets it: the data directory is local again. */
 export const removeMembership = (dataDir: string): void => rmSync(membershipPath(dataDir), { force: true })
+
+/** Where `cluster join` sets a data directory's local stores aside. */
+export const preJoinCopyPrefix = "pre-join-"
+
+/** The `pre-join-*` copies of the data directory (their names). */
+export const preJoinCopies = (dataDir: string): ReadonlyArray<string> => {
+  try {
+    return readdirSync(dataDir).filter((name) => name.startsWith(preJoinCopyPrefix))
+  } catch {
+    return []
+  }
+}
+
+/** Removes the `pre-join-*` copies; answers the names removed. */
+export const removePreJoinCopies = (dataDir: string): ReadonlyArray<string> => {
+  const copies = preJoinCopies(dataDir)
+  for (const name of copies) rmSync(join(dataDir, name), { recursive: true, force: true })
+  return copies
+}
 
 /** A new daemon id: the host's name (letters, digits and `-` only) and a random suffix. */
 export const newDaemonId = (): string => {

@@ -44,6 +44,13 @@ export interface StoreDefinition<Command, Event, Reply, Failure> {
     context: CommandContext,
   ) => Result.Result<Decision<Event, Reply>, Failure>
   readonly apply: (event: Event, state: StoreWriter) => void
+  /**
+   * What a compaction's snapshot keeps of a value (without it: all of it). A store drops there what
+   * its rules no longer keep but earlier versions wrote — the content of an old tombstone, a body
+   * quoted in an old audit summary — so it leaves every file. Pure; the result must be a value
+   * `apply` and the reads accept.
+   */
+  readonly compactValue?: (key: string, value: unknown) => unknown
 }
 
 /** Any definition, for collections of stores. */

@@ -526,7 +526,8 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
      *
      * 1. Checkpoint: LMDB holds every acknowledged write, flushed; the log is released up to it.
      * 2. The whole state goes into the log as one snapshot batch (one durable write), with the
-     *    replies of remembered commands withheld (a reply can quote what was deleted since).
+     *    replies of remembered commands withheld (a reply can quote what was deleted since), and
+     *    each value as the store's `compactValue` keeps it.
      * 3. LMDB is closed and its files deleted (freed pages of an LMDB file keep deleted bytes), and
      *    the store reopens: recovery finds the snapshot newer than the (empty) checkpoint and loads it.
      * 4. A checkpoint then releases every segment, the snapshot's included.
@@ -553,7 +554,11 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
           chunkBytes = 0
         }
         for (const { key, value } of incarnation.view.getRange(allKeys)) {
-          const kept = isIdempotencyStateKey(key) ? withheldRecord(value as IdempotencyRecord) : value
+          const kept = isIdempotencyStateKey(key)
+            ? withheldRecord(value as IdempotencyRecord)
+            : definition.compactValue === undefined
+              ? value
+              : definition.compactValue(key, value)
           chunk.push([key, kept])
           chunkBytes += key.length + JSON.stringify(kept).length
           keys++

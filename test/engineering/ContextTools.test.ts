@@ -49,7 +49,7 @@ describe("sticky notes", () => {
         }
         assert.deepStrictEqual(
           entries.map((entry: Json) => [entry.who, entry.action, entry.summary]),
-          [["mnemos", "deleted", "deleted sticky note " + note.id + ": short-lived"]],
+          [["mnemos", "deleted", `deleted sticky note ${note.id}`]],
         )
         assert.strictEqual(yield* expiry.sweep, 0, "swept once")
       }),

@@ -121,6 +121,39 @@ describe("compaction", () => {
       }).pipe(Effect.scoped, Effect.provide(Layer.merge(EventBus.layer, layerNode)), quiet),
   )
 
+  it.live("a compaction keeps each value as the store's compactValue keeps it, in every file", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const definition = {
+        ...kvStore(),
+        compactValue: (key: string, value: unknown) =>
+          key.startsWith("kv:old-") ? { ...(value as { at: number }), value: "scrubbed" } : value,
+      }
+      const state = yield* Effect.scoped(
+        Effect.gen(function* () {
+          const store = yield* makeStore(definition, optionsFor(dir))
+          for (let i = 0; i < 20; i++) {
+            yield* store.send(put(`old-${i}`, secretOf(i)))
+            yield* store.send(put(`kept-${i}`, keepOf(i)))
+          }
+          yield* store.compact()
+          for (let i = 0; i < 20; i++) assert.deepStrictEqual(filesHolding(dir, secretOf(i)), [], `value ${i}`)
+          return yield* store.read(readAll)
+        }),
+      )
+      const expected: Record<string, string> = {}
+      for (let i = 0; i < 20; i++) {
+        expected[`old-${i}`] = "scrubbed"
+        expected[`kept-${i}`] = keepOf(i)
+      }
+      assert.deepStrictEqual(state, expected)
+      const reopened = yield* Effect.scoped(
+        Effect.flatMap(makeStore(definition, optionsFor(dir)), (s) => s.read(readAll)),
+      )
+      assert.deepStrictEqual(reopened, expected)
+    }).pipe(Effect.scoped, Effect.provide(Layer.merge(EventBus.layer, layerNode)), quiet),
+  )
+
   it.live(
     "a command retried after a compaction is not applied again: its reply was dropped, so it is refused with ReplyWithheld",
     () =>

@@ -28,6 +28,8 @@ export interface NatsCluster {
   readonly nodes: ReadonlyArray<NatsNode>
   /** Every node's URL, for a client that should reach any of them. */
   readonly urls: ReadonlyArray<string>
+  /** The directory holding every node's configuration and JetStream store directory. */
+  readonly dir: string
   readonly stop: () => Promise<void>
 }
 
@@ -115,6 +117,7 @@ export const startNatsCluster = async (size = 3): Promise<NatsCluster> => {
   return {
     nodes,
     urls: nodes.map((node) => node.url),
+    dir: root,
     stop: async () => {
       await Promise.all(nodes.map((node) => node.stop("SIGKILL")))
       rmSync(root, { recursive: true, force: true })
