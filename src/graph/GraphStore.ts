@@ -170,6 +170,21 @@ const unstorable = (names: ReadonlyArray<string>) => {
       })
 }
 
+/**
+ * The most entities one `EntitiesDeleted` or `EntitiesMerged` event names. A call at the limits
+ * (10,000 names) becomes several events of one batch, one durable write, all or nothing as before;
+ * the actor lets other work run between them (StoreKernel `prepare`), so a cascade over 40,000
+ * relations never holds the daemon's thread for its whole cost.
+ */
+export const cascadeNamesPerEventMax = 100
+
+const chunksOf = (names: ReadonlyArray<string>): Array<ReadonlyArray<string>> => {
+  const chunks: Array<ReadonlyArray<string>> = []
+  for (let start = 0; start < names.length; start += cascadeNamesPerEventMax)
+    chunks.push(names.slice(start, start + cascadeNamesPerEventMax))
+  return chunks
+}
+
 const ok = <R>(events: ReadonlyArray<GraphEvent>, reply: R): Result.Result<Decision<GraphEvent, R>, GraphFailure> =>
   Result.succeed({ events, reply })
 
@@ -255,10 +270,11 @@ const decide = (command: GraphCommand, state: StoreView, context: { readonly now
       const touches = names.some(
         (name) =>
           readEntity(state, project, name) !== undefined ||
-          [...state.getRange({ ...relationsFrom(project, name), limit: 1 })].length > 0 ||
-          [...state.getRange({ ...relationsTo(project, name), limit: 1 })].length > 0,
+          state.count({ ...relationsFrom(project, name), limit: 1 }) > 0 ||
+          state.count({ ...relationsTo(project, name), limit: 1 }) > 0,
       )
-      return ok(touches ? [{ _tag: "EntitiesDeleted", project, names }] : [], { deleted: true } as const)
+      const events = chunksOf(names).map((chunk): GraphEvent => ({ _tag: "EntitiesDeleted", project, names: chunk }))
+      return ok(touches ? events : [], { deleted: true } as const)
     }
     case "DeleteObservations": {
       const deletions = command.deletions.filter((item) => {
@@ -310,15 +326,13 @@ const decide = (command: GraphCommand, state: StoreView, context: { readonly now
             observationsMoved++
           }
         }
-        relationsRewired +=
-          [...state.getRange(relationsFrom(project, name))].length +
-          [...state.getRange(relationsTo(project, name))].length
+        relationsRewired += state.count(relationsFrom(project, name)) + state.count(relationsTo(project, name))
       }
       const report: MergeReport = { target: command.target, merged: sources, observationsMoved, relationsRewired }
-      return ok(
-        sources.length > 0 ? [{ _tag: "EntitiesMerged", project, at, target: command.target, sources }] : [],
-        report,
+      const events = chunksOf(sources).map(
+        (chunk): GraphEvent => ({ _tag: "EntitiesMerged", project, at, target: command.target, sources: chunk }),
       )
+      return ok(events, report)
     }
   }
 }
@@ -441,16 +455,23 @@ const apply = (event: GraphEvent, state: StoreWriter): void => {
     case "EntitiesMerged": {
       const found = readEntity(state, project, event.target)
       if (found === undefined) return
-      let target: GraphEntityRecord = found
+      // One set and one array for the whole merge: copying the target per source made a merge of
+      // n sources cost n² (37 s at 10,000).
+      const observations = [...found.observations]
+      const known = new Set<string>(observations.map((observation) => observation.text))
+      let merged = false
       let entities = 0
       let relations = 0
       let nextOrder = readCounters(state, project).nextRelationOrder
       for (const name of event.sources) {
         const source = readEntity(state, project, name)
         if (source === undefined) continue
-        const known = new Set<string>(target.observations.map((observation) => observation.text))
-        const moved = source.observations.filter((observation) => !known.has(observation.text))
-        target = { ...target, observations: [...target.observations, ...moved], updatedAt: event.at }
+        merged = true
+        for (const observation of source.observations) {
+          if (known.has(observation.text)) continue
+          known.add(observation.text)
+          observations.push(observation)
+        }
         for (const key of relationKeysTouching(state, project, name)) {
           const relation = removeRelation(state, key)!
           relations--
@@ -464,7 +485,8 @@ const apply = (event: GraphEvent, state: StoreWriter): void => {
         state.remove(entityOrderKey(project, source.order))
         entities--
       }
-      putEntity(state, target)
+      // Unchanged (no source left) as before: the target is rewritten only when something merged.
+      if (merged) putEntity(state, { ...found, observations, updatedAt: event.at })
       bumpCounters(state, project, { entities, relations, nextRelationOrder: nextOrder })
       return
     }

@@ -1,8 +1,9 @@
 /**
  * A key range of a committed view with a set of uncommitted changes merged in: what the batch
  * overlay (`Overlay`) and the pending layer (`PendingView`) both show. The changes in the range
- * are taken and sorted when the call is made; the committed entries are pulled one by one, so a
- * range costs memory for the changes in it, not for the range. A committed entry whose key has a
+ * are taken (from the layer's `SortedKeys`, so the changes outside the range cost nothing) when
+ * the call is made; the committed entries are pulled one by one, so a range costs memory for the
+ * changes in it, not for the range. A committed entry whose key has a
  * change is replaced by it; a `removed` change hides it.
  *
  * The changes are ordered and bounded with `compareKeys`, LMDB's order, not JavaScript's `<`: the
@@ -11,27 +12,25 @@
  */
 import type { Entry, KeyRange, StoreView } from "./Checkpoint.ts"
 import { compareKeys } from "./KeyCodec.ts"
+import type { SortedKeys } from "./SortedKeys.ts"
 
 /** The value of a change that removes its key. */
 export const removed: unique symbol = Symbol("removed")
 
 /**
- * `base`'s entries in `range`, with the changes applied: `keys` are the changed keys (any order,
- * any range), `valueAt` gives a changed key's value or `removed`. Only the keys are scanned for
- * the range, so a range read over many waiting changes allocates for the ones in it alone.
+ * `base`'s entries in `range`, with the changes applied: `keys` holds every changed key, `valueAt`
+ * gives a changed key's value or `removed`. Only the changed keys in the range are looked at.
  */
 export const mergedRange = (
   base: StoreView,
-  keys: Iterable<string>,
+  keys: SortedKeys,
   valueAt: (key: string) => unknown,
   range: KeyRange,
 ): Iterable<Entry> => {
+  const sorted = keys.inRange(range)
+  if (sorted.length === 0) return base.getRange(range)
   const changed = new Map<string, unknown>()
-  for (const key of keys) {
-    if (compareKeys(key, range.start) >= 0 && compareKeys(key, range.end) < 0) changed.set(key, valueAt(key))
-  }
-  if (changed.size === 0) return base.getRange(range)
-  const sorted = [...changed.keys()].sort(compareKeys)
+  for (const key of sorted) changed.set(key, valueAt(key))
   if (range.reverse) sorted.reverse()
   const before = range.reverse
     ? (a: string, b: string) => compareKeys(a, b) > 0

@@ -8,6 +8,7 @@
  */
 import type { Change, Entry, KeyRange, StoreView, StoreWriter } from "./Checkpoint.ts"
 import { mergedRange, removed } from "./MergedRange.ts"
+import { SortedKeys } from "./SortedKeys.ts"
 
 /** Marks, in the undo log, a key that had no write in this overlay. */
 const absent = Symbol("absent")
@@ -15,6 +16,8 @@ const absent = Symbol("absent")
 /** A `StoreWriter` over `base` whose writes stay in memory until `changes()` is taken. */
 export class Overlay implements StoreWriter {
   private readonly writes = new Map<string, unknown>()
+  /** The keys of `writes`, in key order, for range reads. */
+  private readonly written = new SortedKeys()
   /** With `undoable`: what each write replaced (`absent` when the key had no write yet), for `undoTo`. */
   private readonly undo: Array<readonly [key: string, previous: unknown]> | undefined
 
@@ -37,8 +40,10 @@ export class Overlay implements StoreWriter {
     if (undo === undefined) throw new Error("this overlay keeps no undo log")
     while (undo.length > mark) {
       const [key, previous] = undo.pop()!
-      if (previous === absent) this.writes.delete(key)
-      else this.writes.set(key, previous)
+      if (previous === absent) {
+        this.writes.delete(key)
+        this.written.delete(key)
+      } else this.writes.set(key, previous)
     }
   }
 
@@ -57,21 +62,28 @@ export class Overlay implements StoreWriter {
   }
 
   put = (key: string, value: unknown): void => {
-    this.undo?.push([key, this.writes.has(key) ? this.writes.get(key) : absent])
-    this.writes.set(key, value)
+    this.write(key, value)
   }
 
   remove = (key: string): void => {
-    this.undo?.push([key, this.writes.has(key) ? this.writes.get(key) : absent])
-    this.writes.set(key, removed)
+    this.write(key, removed)
+  }
+
+  private write(key: string, value: unknown): void {
+    const had = this.writes.has(key)
+    this.undo?.push([key, had ? this.writes.get(key) : absent])
+    if (!had) this.written.add(key)
+    this.writes.set(key, value)
   }
 
   getRange = (range: KeyRange): Iterable<Entry> =>
     this.writes.size === 0
       ? this.base.getRange(range)
-      : mergedRange(this.base, this.writes.keys(), (key) => this.writes.get(key), range)
+      : mergedRange(this.base, this.written, (key) => this.writes.get(key), range)
 
-  count = (range: KeyRange): number => [...this.getRange(range)].length
+  /** Counts keys (LMDB's count, no values read) unless this overlay changed some in the range. */
+  count = (range: KeyRange): number =>
+    this.written.inRange(range).length === 0 ? this.base.count(range) : [...this.getRange(range)].length
 
   /** The batch's net changes; `undefined` marks a removal. */
   changes = (): Array<Change> => {

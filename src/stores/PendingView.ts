@@ -13,18 +13,24 @@
  */
 import type { Change, Entry, KeyRange, StoreView } from "./Checkpoint.ts"
 import { mergedRange, removed } from "./MergedRange.ts"
+import { SortedKeys } from "./SortedKeys.ts"
 
 /** LMDB's view overlaid with changes acknowledged but not yet committed there. */
 export class PendingView implements StoreView {
   /** The latest pending change of each key: the very tuple its batch handed to `add`. */
   private readonly pending = new Map<string, Change>()
+  /** The keys of `pending`, in key order, for range reads. */
+  private readonly pendingKeys = new SortedKeys()
   private readonly batches: Array<{ readonly batch: number; readonly changes: ReadonlyArray<Change> }> = []
 
   constructor(private readonly base: StoreView) {}
 
   /** Records the changes of `batch`, a number greater than every batch's added before. */
   add(changes: ReadonlyArray<Change>, batch: number): void {
-    for (const change of changes) this.pending.set(change[0], change)
+    for (const change of changes) {
+      if (!this.pending.has(change[0])) this.pendingKeys.add(change[0])
+      this.pending.set(change[0], change)
+    }
     this.batches.push({ batch, changes })
   }
 
@@ -35,7 +41,9 @@ export class PendingView implements StoreView {
   evictThrough(batch: number): void {
     while (this.batches.length > 0 && this.batches[0]!.batch <= batch) {
       for (const change of this.batches.shift()!.changes) {
-        if (this.pending.get(change[0]) === change) this.pending.delete(change[0])
+        if (this.pending.get(change[0]) !== change) continue
+        this.pending.delete(change[0])
+        this.pendingKeys.delete(change[0])
       }
     }
   }
@@ -56,7 +64,7 @@ export class PendingView implements StoreView {
       ? this.base.getRange(range)
       : mergedRange(
           this.base,
-          this.pending.keys(),
+          this.pendingKeys,
           (key) => {
             const value = this.pending.get(key)![1]
             return value === undefined ? removed : value
@@ -65,5 +73,5 @@ export class PendingView implements StoreView {
         )
 
   count = (range: KeyRange): number =>
-    this.pending.size === 0 ? this.base.count(range) : [...this.getRange(range)].length
+    this.pendingKeys.inRange(range).length === 0 ? this.base.count(range) : [...this.getRange(range)].length
 }

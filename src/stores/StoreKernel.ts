@@ -46,6 +46,12 @@ import { type Appended, type RecoveryReport, type Wal, type WalEntry, WalError, 
 import { WalFs } from "./WalFs.ts"
 import { batchEndFlag, payloadLength, type WalRecord } from "./WalRecord.ts"
 
+/**
+ * The longest a batch's decide and apply run on the thread before they let the event loop in
+ * (between two events; see `prepare`).
+ */
+export const prepareSliceMsMax = 20
+
 /** What the kernel needs to know of a store's limits (see `StoreOptions` in src/actors/StoreActor.ts). */
 export interface KernelOptions {
   /** The store's directory: the WAL lives in `wal/`, the checkpoint in `lmdb/`. */
@@ -607,56 +613,83 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
       return Result.succeed({ reply: remembered.reply as Reply })
     }
 
-    /** Decides and applies `batch` against an overlay on `base` and encodes its WAL entries; writes nothing. */
+    /**
+     * Decides and applies `batch` against an overlay on `base` and encodes its WAL entries; writes
+     * nothing. Once it has held the thread for `prepareSliceMsMax` it lets the event loop run before
+     * the next event, so one command at the limits (a cascade of 10,000 deletes, split by its store
+     * into events of bounded size) delays /ping and the other stores by a slice, not by its whole
+     * cost. Nothing else touches the overlay meanwhile; it is uninterruptible, as it was when it
+     * never yielded.
+     */
     const prepare = (
       incarnation: Incarnation,
       base: StoreView,
       batch: ReadonlyArray<Submitted<Command>>,
     ): Effect.Effect<Prepared<Event, Reply, Failure>> =>
-      Effect.map(Clock.currentTimeMillis, (now) => {
-        if (incarnation.commits.failure !== undefined) throw incarnation.commits.failure
-        // A log with a batch size limit (a shared log's message size) cuts the batch before the first
-        // command that does not fit, taking that command's effects back; the rest go back to the mailbox.
-        const bytesMax = incarnation.wal.batchBytesMax
-        const bounded = Number.isFinite(bytesMax)
-        const overlay = new Overlay(base, bounded)
-        const context = { now }
-        const entries: Array<PreparedEntry<Event>> = []
-        const outcomes: Array<Result.Result<{ readonly reply: Reply }, Failure | StoreError>> = []
-        let bytes = 0
-        for (const submitted of batch) {
-          const mark = overlay.mark()
-          const entriesBefore = entries.length
-          const outcome = decideOne(submitted, overlay, context, entries)
-          if (bounded) {
-            let added = 0
-            for (let index = entriesBefore; index < entries.length; index++)
-              added += payloadLength(entries[index]!.payload)
-            if (bytes + added > bytesMax) {
-              overlay.undoTo(mark)
-              entries.length = entriesBefore
-              if (outcomes.length > 0) break // the batch ends here; this command goes in the next one
-              outcomes.push(Result.fail(tooLarge(definition.name, added, bytesMax)))
-              continue
+      Effect.uninterruptible(
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          if (incarnation.commits.failure !== undefined) return yield* Effect.die(incarnation.commits.failure)
+          // A log with a batch size limit (a shared log's message size) cuts the batch before the first
+          // command that does not fit, taking that command's effects back; the rest go back to the mailbox.
+          const bytesMax = incarnation.wal.batchBytesMax
+          const bounded = Number.isFinite(bytesMax)
+          const overlay = new Overlay(base, bounded)
+          const context = { now }
+          const entries: Array<PreparedEntry<Event>> = []
+          const outcomes: Array<Result.Result<{ readonly reply: Reply }, Failure | StoreError>> = []
+          let bytes = 0
+          let sliceStartedAt = performance.now()
+          for (const submitted of batch) {
+            const mark = overlay.mark()
+            const entriesBefore = entries.length
+            const decided = decideOne(submitted, overlay, context, entries)
+            for (let index = 0; index < decided.events.length; index++) {
+              if (performance.now() - sliceStartedAt >= prepareSliceMsMax) {
+                yield* Effect.yieldNow
+                sliceStartedAt = performance.now()
+              }
+              applyOne(decided, index, overlay, now, entries)
             }
-            bytes += added
+            const outcome = decided.outcome
+            if (bounded) {
+              let added = 0
+              for (let index = entriesBefore; index < entries.length; index++)
+                added += payloadLength(entries[index]!.payload)
+              if (bytes + added > bytesMax) {
+                overlay.undoTo(mark)
+                entries.length = entriesBefore
+                if (outcomes.length > 0) break // the batch ends here; this command goes in the next one
+                outcomes.push(Result.fail(tooLarge(definition.name, added, bytesMax)))
+                continue
+              }
+              bytes += added
+            }
+            outcomes.push(outcome)
           }
-          outcomes.push(outcome)
-        }
-        return { overlay, entries, outcomes, now }
-      })
+          return { overlay, entries, outcomes, now }
+        }),
+      )
 
-    /** Decides one command against `overlay`, applying its events and adding its log entries. */
+    /** A command decided: its outcome and the events `applyOne` applies, one at a time. */
+    interface Decided {
+      readonly outcome: Result.Result<{ readonly reply: Reply }, Failure | StoreError>
+      /** Empty unless the command succeeded. */
+      readonly events: ReadonlyArray<Event>
+      readonly key: string | undefined
+    }
+
+    /** Decides one command against `overlay`; a refusal or no-op is remembered at once when keyed. */
     const decideOne = (
       submitted: Submitted<Command>,
       overlay: Overlay,
       context: CommandContext,
       entries: Array<PreparedEntry<Event>>,
-    ): Result.Result<{ readonly reply: Reply }, Failure | StoreError> => {
+    ): Decided => {
       const now = context.now
       const key = submitted.idempotencyKey
       const remembered = key === undefined ? undefined : rememberedReply(overlay, key)
-      if (remembered !== undefined) return recalled(remembered)
+      if (remembered !== undefined) return { outcome: recalled(remembered), events: [], key }
       const outcome = definition.decide(submitted.command, overlay, context)
       const events = Result.isSuccess(outcome) ? outcome.success.events : []
       if (key !== undefined && (Result.isFailure(outcome) || events.length === 0)) {
@@ -668,23 +701,31 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
           entries.push({ type: idempotencyRecordType, payload: JSON.stringify(remember) })
         }
       }
-      if (Result.isFailure(outcome)) return outcome
+      return { outcome, events, key }
+    }
+
+    /** Applies the `index`th event of a decided command to `overlay` and adds its log entry. */
+    const applyOne = (
+      decided: Decided,
+      index: number,
+      overlay: Overlay,
+      now: number,
+      entries: Array<PreparedEntry<Event>>,
+    ): void => {
+      const { events, key, outcome } = decided
+      if (Result.isFailure(outcome)) return
+      const event = events[index]!
+      definition.apply(event, overlay)
+      const encoded = JSON.stringify(encodeEvent(event))
       // A keyed command's reply rides on its last event's record (Idempotency.ts).
-      const last = key === undefined ? events.length : events.length - 1
-      for (let index = 0; index < events.length; index++) {
-        const event = events[index]!
-        definition.apply(event, overlay)
-        const encoded = JSON.stringify(encodeEvent(event))
-        if (index !== last) {
-          entries.push({ type: eventAtRecordType, payload: `{"at":${now},"event":${encoded}}`, event })
-          continue
-        }
-        const remember: IdempotencyRecord = { key: key!, reply: outcome.success.reply, at: now }
-        overlay.put(idempotencyStateKey(key!), remember)
-        const payload = `{"at":${now},"event":${encoded},"remember":${JSON.stringify(remember)}}`
-        entries.push({ type: eventWithReplyRecordType, payload, event })
+      if (key === undefined || index !== events.length - 1) {
+        entries.push({ type: eventAtRecordType, payload: `{"at":${now},"event":${encoded}}`, event })
+        return
       }
-      return outcome
+      const remember: IdempotencyRecord = { key, reply: outcome.success.reply, at: now }
+      overlay.put(idempotencyStateKey(key), remember)
+      const payload = `{"at":${now},"event":${encoded},"remember":${JSON.stringify(remember)}}`
+      entries.push({ type: eventWithReplyRecordType, payload, event })
     }
 
     /**
