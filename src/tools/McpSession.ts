@@ -266,8 +266,7 @@ export const startSession = (
       }))
       server.setRequestHandler(GetPromptRequestSchema, async (request, extra) => {
         const prompt = promptsByName.get(request.params.name)
-        if (prompt === undefined)
-          throw new McpError(ErrorCode.InvalidParams, `Prompt ${request.params.name} not found`)
+        if (prompt === undefined) throw new McpError(ErrorCode.InvalidParams, `Prompt ${request.params.name} not found`)
         const args = request.params.arguments ?? {}
         const exit = await run(
           prompt.get(
