@@ -22,6 +22,7 @@ import { join } from "node:path"
 import { type Database, open, type RootDatabase } from "lmdb"
 import { guardLmdbCommitRejections, lmdbUsedBytes, settleLmdbWrite } from "../stores/Checkpoint.ts"
 import { decodeKey, encodeKey } from "../stores/KeyCodec.ts"
+import { allocateLockFile } from "../stores/LmdbLockFile.ts"
 import type { SearchDocument } from "./SearchDocument.ts"
 
 /** One persisted group. */
@@ -134,6 +135,8 @@ interface Handles {
 }
 
 const openHandles = (path: string): Handles => {
+  // Its lock file allocated first: made sparse by LMDB, a full disk kills the process (SIGBUS).
+  allocateLockFile(path)
   const env: RootDatabase = open({ path, maxDbs: 4, compression: false })
   // Keys are bytes encoded by KeyCodec (lmdb-js string keys mangle long keys with U+0000); values
   // are JSON so every string round-trips.

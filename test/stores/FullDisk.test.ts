@@ -32,7 +32,8 @@ const ballastBytes = 16 * 1024 * 1024
 const observationBytes = 60_000
 
 /**
- * Mounts a tmpfs on each directory of MNEMOS_TEST_MOUNTS, lays a ballast in each, and removes them once the flag exists; then
+ * Mounts a tmpfs on each directory of MNEMOS_TEST_MOUNTS with a ballast in it, and on each of MNEMOS_TEST_FILL filled
+ * whole; removes the ballasts once the flag exists; then
  * runs the daemon (the arguments after the script), in the same private mount namespace.
  */
 const mountScript = `
@@ -42,7 +43,12 @@ for dir in $MNEMOS_TEST_MOUNTS; do
   mount -t tmpfs -o size=${storesTmpfsBytes} tmpfs "$dir"
   head -c ${ballastBytes} /dev/zero > "$dir/ballast"
 done
-( while [ ! -e "$MNEMOS_TEST_FREE" ]; do sleep 0.1; done; for dir in $MNEMOS_TEST_MOUNTS; do rm -f "$dir/ballast"; done ) &
+for dir in $MNEMOS_TEST_FILL; do
+  mkdir -p "$dir"
+  mount -t tmpfs -o size=${storesTmpfsBytes} tmpfs "$dir"
+  head -c ${storesTmpfsBytes} /dev/zero > "$dir/ballast" 2>/dev/null || true
+done
+( while [ ! -e "$MNEMOS_TEST_FREE" ]; do sleep 0.1; done; for dir in $MNEMOS_TEST_MOUNTS $MNEMOS_TEST_FILL; do rm -f "$dir/ballast"; done ) &
 exec "$@"
 `
 
@@ -192,6 +198,47 @@ describe("a full disk under the daemon", () => {
       30_000,
     )
     assert.isFalse(resumed.isError)
+    assert.isNull((await Promise.race([daemon.exited, sleep(100)])) ?? null, "the daemon is still running")
+    await daemon.stop()
+  })
+
+  it("search first opening its index on a full disk: the daemon stays up, and search catches up once space returns", async () => {
+    // LMDB makes its lock file sparse and writes it through a memory map: on a full disk that
+    // killed the process with SIGBUS the moment the search thread first opened its index.
+    const dataDir = tempDir("mnemos-full-disk-search-")
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+    const freeFlag = join(dataDir, "free-the-ballast")
+    const daemon = await startDaemon({
+      dataDir,
+      through: ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", mountScript, "sh"],
+      env: { MNEMOS_TEST_FILL: join(dataDir, "search"), MNEMOS_TEST_FREE: freeFlag },
+    })
+    const client = await connectClient("streamable-http", daemon.url, { headers: authHeaders(dataDir) })
+    const written = await callTool(client, "create_entities", {
+      entities: [{ name: "written-while-search-is-full", entityType: "t", observations: ["zanzibar lighthouse"] }],
+    })
+    assert.isFalse(written.isError, written.text)
+    // The search thread starts for that write and for this search, on the full disk.
+    await callTool(client, "search_nodes", { query: "zanzibar" }).catch(() => undefined)
+    await sleep(2_000)
+    assert.isNull(
+      (await Promise.race([daemon.exited, sleep(500)])) ?? null,
+      `the daemon is still running:\n${daemon.output().slice(-3000)}`,
+    )
+    const read = await callTool(client, "open_nodes", { names: ["written-while-search-is-full"] })
+    assert.isFalse(read.isError, read.text)
+
+    writeFileSync(freeFlag, "")
+    const found = await waitFor(
+      "search to find the write once space returned",
+      async () => {
+        const result = await callTool(client, "search_nodes", { query: "zanzibar" })
+        return !result.isError && result.text.includes("written-while-search-is-full") ? result : undefined
+      },
+      60_000,
+      500,
+    )
+    assert.isFalse(found.isError)
     assert.isNull((await Promise.race([daemon.exited, sleep(100)])) ?? null, "the daemon is still running")
     await daemon.stop()
   })
