@@ -31,7 +31,7 @@ import type { IncomingMessage } from "node:http"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import WebSocket from "ws"
 import { type DaemonSearch, type DaemonTarget, findOrStartDaemon, ping, readToken, shimLog } from "./Daemon.ts"
-import { StdioLineTransport } from "./StdioLines.ts"
+import { inputEndGraceMs, StdioLineTransport } from "./StdioLines.ts"
 import { frameBytesHardMax } from "./WebSocketTransport.ts"
 
 /** Most messages held while the daemon is unreachable. */
@@ -310,6 +310,12 @@ export const runShim = async (config: ShimConfig): Promise<void> => {
   stdio.onend = () => {
     inputEnded = true
     closeWhenAnswered()
+    // A daemon that never answers (gone for good) does not keep the shim alive for ever.
+    setTimeout(() => {
+      if (pending.size > 0)
+        log(`input ended: ${pending.size} request(s) still unanswered after ${inputEndGraceMs / 1000} s; exiting`)
+      void stdio.close()
+    }, inputEndGraceMs).unref()
   }
   await stdio.start()
   void reconnect()

@@ -7,7 +7,7 @@
 import { Effect } from "effect"
 import { type SessionOptions, startSession } from "../tools/McpSession.ts"
 import type { SessionServices } from "../tools/Tool.ts"
-import { StdioLineTransport } from "./StdioLines.ts"
+import { inputEndGraceMs, StdioLineTransport } from "./StdioLines.ts"
 
 /** Serves one MCP session on stdio; completes when the client disconnects. */
 export const serveStdio = (options: Omit<SessionOptions, "transport">): Effect.Effect<void, never, SessionServices> =>
@@ -19,7 +19,13 @@ export const serveStdio = (options: Omit<SessionOptions, "transport">): Effect.E
         let ended = false
         transport.onend = () => {
           ended = true
-          void transport.whenAnswered().then(done)
+          void transport.whenAnswered(inputEndGraceMs).then((answered) => {
+            if (!answered)
+              process.stderr.write(
+                `stdin closed: ${transport.unansweredCount()} request(s) still unanswered after ${inputEndGraceMs / 1000} s; shutting down without them\n`,
+              )
+            done()
+          })
         }
         // Closed without an end (an error): nothing more can be read, nor perhaps written.
         process.stdin.once("close", () => {

@@ -29,6 +29,12 @@ import {
   tooLong,
 } from "./JsonRpcText.ts"
 
+/**
+ * How long a stdio server waits, once its input has ended, for the answers to the requests it
+ * read: a long call (a reindex, an import) finishes; one stuck for longer is given up.
+ */
+export const inputEndGraceMs = 60_000
+
 /** Longest line taken, in bytes (the limit of a WebSocket message too). */
 export const stdioLineBytesMax = jsonRpcMessageBytesMax
 
@@ -71,10 +77,28 @@ export class StdioLineTransport implements Transport {
     this.input.once("end", this.onInputEnd)
   }
 
-  /** Resolves once every request taken so far is answered or cancelled. */
-  whenAnswered(): Promise<void> {
-    if (this.unanswered.size === 0) return Promise.resolve()
-    return new Promise((resolve) => this.answeredWaiters.push(resolve))
+  /**
+   * Resolves true once every request taken so far is answered or cancelled, or false after
+   * `timeoutMs` with some still unanswered.
+   */
+  whenAnswered(timeoutMs: number): Promise<boolean> {
+    if (this.unanswered.size === 0) return Promise.resolve(true)
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.answeredWaiters = this.answeredWaiters.filter((waiter) => waiter !== answered)
+        resolve(false)
+      }, timeoutMs)
+      const answered = () => {
+        clearTimeout(timer)
+        resolve(true)
+      }
+      this.answeredWaiters.push(answered)
+    })
+  }
+
+  /** How many requests taken are not answered yet. */
+  unansweredCount(): number {
+    return this.unanswered.size
   }
 
   private readonly onInputEnd = () => {
@@ -161,11 +185,18 @@ export class StdioLineTransport implements Transport {
     void this.write(`${JSON.stringify(errorReply(id, code, message))}\n`)
   }
 
+  /** Resolves at the output's next "drain" while it is full; one listener however many writes wait. */
+  private drained: Promise<void> | undefined
+
   private write(text: string): Promise<void> {
-    return new Promise((resolve) => {
-      if (this.output.write(text)) resolve()
-      else this.output.once("drain", resolve)
-    })
+    if (this.output.write(text)) return this.drained ?? Promise.resolve()
+    this.drained ??= new Promise((resolve) =>
+      this.output.once("drain", () => {
+        this.drained = undefined
+        resolve()
+      }),
+    )
+    return this.drained
   }
 
   async send(message: JSONRPCMessage): Promise<void> {

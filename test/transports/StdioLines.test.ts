@@ -105,3 +105,39 @@ describe("StdioLineTransport", () => {
     ])
   })
 })
+
+describe("the end of the input", () => {
+  const request = (id: number) =>
+    ({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "read_graph" } }) as const
+
+  it("takes a last line without its newline, then says the input ended; waits for every answer", async () => {
+    const input = new PassThrough()
+    const output = new PassThrough()
+    const transport = new StdioLineTransport(input, output, lineBytesMax)
+    const order: Array<string> = []
+    transport.onmessage = (message) => order.push(`took ${(message as { id: number }).id}`)
+    transport.onend = () => order.push("ended")
+    await transport.start()
+    input.end(`${JSON.stringify(request(1))}\n${JSON.stringify(request(2))}`)
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(order).toEqual(["took 1", "took 2", "ended"])
+    const answered = transport.whenAnswered(60_000)
+    await transport.send({ jsonrpc: "2.0", id: 2, result: {} })
+    expect(transport.unansweredCount()).toBe(1)
+    await transport.send({ jsonrpc: "2.0", id: 1, result: {} })
+    expect(await answered).toBe(true)
+  })
+
+  it("gives up waiting for an answer after the grace it is given, and counts a cancelled request as answered", async () => {
+    const input = new PassThrough()
+    const transport = new StdioLineTransport(input, new PassThrough(), lineBytesMax)
+    transport.onmessage = () => undefined
+    await transport.start()
+    input.end(
+      `${JSON.stringify(request(1))}\n${JSON.stringify(request(2))}\n${JSON.stringify({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 2 } })}\n`,
+    )
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(transport.unansweredCount()).toBe(1)
+    expect(await transport.whenAnswered(10)).toBe(false)
+  })
+})
