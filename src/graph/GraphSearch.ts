@@ -52,6 +52,7 @@ export const layer: Layer.Layer<GraphSearch, never, Router | EventBus> = Layer.e
 
     const applyEvents = (events: ReadonlyArray<CommittedEvent>) =>
       store.read((view) => {
+        const refreshed = new Map<string, Set<string>>()
         for (const committed of events) {
           if (committed.store !== graphStore.name) continue
           if (lastSeq !== undefined && committed.seq !== lastSeq + 1 && committed.seq > lastSeq) {
@@ -61,7 +62,12 @@ export const layer: Layer.Layer<GraphSearch, never, Router | EventBus> = Layer.e
           lastSeq = Math.max(lastSeq ?? 0, committed.seq)
           if (!isDomainEvent(committed)) continue
           const event = committed.event as GraphEvent
-          indexes.get(event.project)?.refresh(view, event)
+          const model = indexes.get(event.project)
+          if (model !== undefined) {
+            const names = refreshed.get(event.project) ?? new Set<string>()
+            refreshed.set(event.project, names)
+            model.refresh(view, event, names)
+          }
           eventsApplied++
         }
       })
