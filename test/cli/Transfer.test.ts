@@ -247,7 +247,7 @@ describe("an archive that does not hold together (each entry well-formed, its ch
       [
         "order-entry-names-a-missing-entity",
         (entry) => (entry.s === "graph" && entry.k === adaOrder ? { ...entry, v: "Nobody" } : entry),
-        "entity \"e/default/Ada\": its order entry",
+        'entity "e/default/Ada": its order entry',
       ],
       [
         "history-entry-names-a-missing-message",
