@@ -226,13 +226,12 @@ export const makeIndexer = (config: IndexerConfig) =>
           const store = storeOf(source)
           if (store === undefined) continue
           const changes = yield* store
-            .read((view: StoreView) => {
-              const given = new Set<string>()
-              return list.map((committed) => ({
+            .read((view: StoreView) =>
+              list.map((committed) => ({
                 committed,
-                changes: isDomainEvent(committed) ? source.changes(committed.event, view, given) : [],
-              }))
-            })
+                changes: isDomainEvent(committed) ? source.changes(committed.event, view) : [],
+              })),
+            )
             .pipe(Effect.catch(() => Effect.succeed(undefined)))
           if (changes === undefined) {
             needsReconcile.add(name) // the store could not be read: catch up by a scan later
