@@ -11,6 +11,7 @@ import { printTable } from "./Table.ts"
 const suites: Record<string, () => Promise<BenchSuite>> = {
   wal: async () => (await import("./wal.ts")).suite,
   graph: async () => (await import("./graph.ts")).suite,
+  graphCascade: async () => (await import("./graphCascade.ts")).suite,
   search: async () => (await import("./search.ts")).suite,
   retrieval: async () => (await import("./retrieval.ts")).suite,
   conversations: async () => (await import("./conversations.ts")).suite,

@@ -5,8 +5,17 @@
  * history, link, session, order, relation and tombstone indexes, the changelog and the counters.
  */
 import { Schema } from "effect"
-import { decodeProblemOf, keyMismatch, presenceProblem, type StateSchema, unknownKey } from "../stores/StateSchema.ts"
-import { currentGenKey, importStateKey, lastIdKey, nextGenKey, switchesKey } from "./ConversationKeys.ts"
+import type { StoreView } from "../stores/Checkpoint.ts"
+import {
+  decodeProblemOf,
+  everyKey,
+  firstProblemUnder,
+  keyMismatch,
+  presenceProblem,
+  type StateSchema,
+  unknownKey,
+} from "../stores/StateSchema.ts"
+import { currentGenKey, historyKey, importStateKey, lastIdKey, nextGenKey, switchesKey } from "./ConversationKeys.ts"
 import { Message, memoryKinds } from "./Model.ts"
 
 const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
@@ -92,8 +101,57 @@ const generationEntryProblem = (parts: ReadonlyArray<string>, value: unknown): s
   return unknownKey
 }
 
+interface StoredMessage {
+  readonly project: string
+  readonly deleted_at?: number
+  readonly message: { readonly message_id: string; readonly session_id: string }
+}
+
+const shown = (key: string) => JSON.stringify(key.replaceAll("\u0005", "/"))
+
+/**
+ * Every live message has its history entry, and every history, link and tombstone entry names a
+ * message that exists (live for history and links, deleted for a tombstone): reads walk the
+ * history index, so an entry naming nothing answers a message that is not there.
+ */
+const conversationIntegrity = (view: StoreView): string | undefined =>
+  firstProblemUnder(view, everyKey, (key, value) => {
+    const [head, kind, project, ...rest] = key.split("\u0005")
+    if (!/^g[0-9a-z]+$/.test(head!)) return undefined
+    const messageOf = (id: string) => view.get([head, "m", project, id].join("\u0005")) as StoredMessage | undefined
+    switch (`${kind}/${rest.length}`) {
+      case "m/1": {
+        const stored = value as StoredMessage
+        if (stored.deleted_at !== undefined) return undefined
+        const history = historyKey(
+          Number.parseInt(head!.slice(1), 36),
+          stored.project,
+          stored.message.session_id,
+          rest[0]!,
+        )
+        return view.get(history) === undefined
+          ? `message ${shown(key)}: its history entry ${shown(history)} is missing`
+          : undefined
+      }
+      case "h/2":
+      case "ln/1":
+      case "d/1": {
+        const id = rest[rest.length - 1]!
+        const stored = messageOf(id)
+        if (stored === undefined)
+          return `index entry ${shown(key)} names the message ${JSON.stringify(id)}, which does not exist`
+        const deleted = stored.deleted_at !== undefined
+        return deleted === (kind === "d")
+          ? undefined
+          : `index entry ${shown(key)} names the message ${JSON.stringify(id)}, which is ${deleted ? "deleted" : "not deleted"}`
+      }
+    }
+    return undefined
+  })
+
 /** The conversations store's state. */
 export const conversationState: StateSchema = {
+  integrity: conversationIntegrity,
   problem: (key, value) => {
     const [head, ...parts] = key.split("\u0005")
     if (parts.length > 0) return /^g[0-9a-z]+$/.test(head!) ? generationEntryProblem(parts, value) : unknownKey

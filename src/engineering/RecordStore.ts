@@ -51,7 +51,8 @@ export const StoredRecord = Schema.Struct({
   number: Schema.optionalKey(Schema.Int),
   unique: Schema.optionalKey(Schema.String),
   expiresAt: Schema.optionalKey(Schema.Number),
-  revision: Schema.Int,
+  /** 1 on create, +1 on every change: an import refuses anything below 1. */
+  revision: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)),
   createdAt: Schema.Number,
   updatedAt: Schema.Number,
   createdBy: Schema.String,

@@ -70,9 +70,14 @@ export class ProjectReadModel {
     return this.entities.size
   }
 
-  /** Brings the model up to date with what `event` changed, re-reading it from `view`. */
-  refresh(view: StoreView, event: GraphEvent): void {
-    const names = touchedEntities(event)
+  /**
+   * Brings the model up to date with what `event` changed, re-reading it from `view`. `refreshed`
+   * holds the names already re-read from this same view (for earlier events of one drain): they are
+   * current, with their relations, so they are skipped (a merge's events each touch its target).
+   */
+  refresh(view: StoreView, event: GraphEvent, refreshed: Set<string>): void {
+    const names = touchedEntities(event).filter((name) => !refreshed.has(name))
+    for (const name of names) refreshed.add(name)
     for (const name of names) {
       const entity = getEntity(view, this.project, name)
       if (entity === undefined) this.removeEntity(name)

@@ -19,6 +19,9 @@ import { ProjectReadModel } from "./GraphReadModel.ts"
 import { type GraphEvent, graphStore } from "./GraphStore.ts"
 import type { KnowledgeGraph } from "./Model.ts"
 
+/** Graph events re-read per turn of the event loop when catching up (each names up to 100 entities). */
+const refreshSliceEvents = 4
+
 /** How often the index catches up with the event bus when nobody searches. */
 const backgroundDrainIntervalMs = 50
 
@@ -50,19 +53,36 @@ export const layer: Layer.Layer<GraphSearch, never, Router | EventBus> = Layer.e
     let eventsApplied = 0
     let rebuilds = 0
 
+    /**
+     * Applies drained events in slices of `refreshSliceEvents`, letting the event loop run between
+     * them: a call at the limits is 100 events of 100 names, and re-reading them all in one turn
+     * held the thread for as long as the call itself. A name re-read once in this drain is skipped
+     * by later slices: every drained event was committed before the first slice read the view.
+     */
     const applyEvents = (events: ReadonlyArray<CommittedEvent>) =>
-      store.read((view) => {
-        for (const committed of events) {
-          if (committed.store !== graphStore.name) continue
-          if (lastSeq !== undefined && committed.seq !== lastSeq + 1 && committed.seq > lastSeq) {
-            indexes.clear() // events were dropped: rebuild lazily from the store
-            rebuilds++
-          }
-          lastSeq = Math.max(lastSeq ?? 0, committed.seq)
-          if (!isDomainEvent(committed)) continue
-          const event = committed.event as GraphEvent
-          indexes.get(event.project)?.refresh(view, event)
-          eventsApplied++
+      Effect.gen(function* () {
+        const refreshed = new Map<string, Set<string>>()
+        for (let start = 0; start < events.length; start += refreshSliceEvents) {
+          if (start > 0) yield* Effect.yieldNow
+          yield* store.read((view) => {
+            for (const committed of events.slice(start, start + refreshSliceEvents)) {
+              if (committed.store !== graphStore.name) continue
+              if (lastSeq !== undefined && committed.seq !== lastSeq + 1 && committed.seq > lastSeq) {
+                indexes.clear() // events were dropped: rebuild lazily from the store
+                refreshed.clear()
+                rebuilds++
+              }
+              lastSeq = Math.max(lastSeq ?? 0, committed.seq)
+              if (!isDomainEvent(committed)) continue
+              const event = committed.event as GraphEvent
+              const model = indexes.get(event.project)
+              eventsApplied++
+              if (model === undefined) continue
+              const names = refreshed.get(event.project) ?? new Set<string>()
+              refreshed.set(event.project, names)
+              model.refresh(view, event, names)
+            }
+          })
         }
       })
 

@@ -5,8 +5,25 @@
  * and the set of projects.
  */
 import { Schema } from "effect"
-import { decodeProblemOf, keyMismatch, presenceProblem, type StateSchema, unknownKey } from "../stores/StateSchema.ts"
-import { relationKey } from "./GraphKeys.ts"
+import type { StoreView } from "../stores/Checkpoint.ts"
+import {
+  decodeProblemOf,
+  everyKey,
+  firstProblemUnder,
+  keyMismatch,
+  presenceProblem,
+  type StateSchema,
+  unknownKey,
+} from "../stores/StateSchema.ts"
+import {
+  entityKey,
+  entityOrderKey,
+  type GraphEntityRecord,
+  type GraphRelationRecord,
+  incomingKey,
+  relationKey,
+  relationOrderKey,
+} from "./GraphKeys.ts"
 
 const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
@@ -36,8 +53,57 @@ const countersProblem = decodeProblemOf(
 )
 const stringProblem = decodeProblemOf(Schema.String)
 
+const shown = (key: string) => JSON.stringify(key.replaceAll("\u0000", "/"))
+
+/**
+ * Every entity and relation has its order entry (and a relation its incoming entry) pointing back
+ * at it, and every index entry names a record that exists: read_graph and search_nodes walk the
+ * order indexes, so an entry naming nothing, or taking a record's place, hides that record.
+ */
+const graphIntegrity = (view: StoreView): string | undefined =>
+  firstProblemUnder(view, everyKey, (key, value) => {
+    const parts = key.split("\u0000")
+    const project = parts[1]!
+    switch (`${parts[0]}/${parts.length}`) {
+      case "e/3": {
+        const entity = value as GraphEntityRecord
+        return view.get(entityOrderKey(project, entity.order)) === entity.name
+          ? undefined
+          : `entity ${shown(key)}: its order entry ${shown(entityOrderKey(project, entity.order))} is missing or names another entity`
+      }
+      case "eo/3": {
+        const entity = view.get(entityKey(project, value as string)) as GraphEntityRecord | undefined
+        if (entity === undefined)
+          return `index entry ${shown(key)} names the entity ${JSON.stringify(value)}, which does not exist`
+        return entityOrderKey(project, entity.order) === key
+          ? undefined
+          : `index entry ${shown(key)} names the entity ${JSON.stringify(value)}, whose order is ${entity.order}`
+      }
+      case "r/5": {
+        const relation = value as GraphRelationRecord
+        const incoming = incomingKey(project, relation.from, relation.to, relation.relationType)
+        if (view.get(incoming) !== key)
+          return `relation ${shown(key)}: its incoming entry ${shown(incoming)} is missing`
+        return view.get(relationOrderKey(project, relation.order)) === key
+          ? undefined
+          : `relation ${shown(key)}: its order entry ${shown(relationOrderKey(project, relation.order))} is missing or names another relation`
+      }
+      case "ri/5":
+      case "ro/3": {
+        const relation = view.get(value as string) as GraphRelationRecord | undefined
+        if (relation === undefined)
+          return `index entry ${shown(key)} names the relation ${shown(value as string)}, which does not exist`
+        return parts[0] === "ri" || relationOrderKey(project, relation.order) === key
+          ? undefined
+          : `index entry ${shown(key)} names the relation ${shown(value as string)}, whose order is ${relation.order}`
+      }
+    }
+    return undefined
+  })
+
 /** The graph store's state. */
 export const graphState: StateSchema = {
+  integrity: graphIntegrity,
   problem: (key, value) => {
     const parts = key.split("\u0000")
     const [kind, project, ...rest] = parts

@@ -12,8 +12,9 @@
  * stores, no repeated key, the counts and the checksum of the trailer) and every entry against its
  * store's state schema (StateSchema.ts: a key the store has, a value of the type its reads expect),
  * and that every store of the target is empty; pass 2 writes each store's checkpoint into a
- * staging directory beside `stores/` (applied sequence 0, a fresh generation, no log) and only
- * then swaps it in with a rename. Every key and string value passes the privacy filter on the way
+ * staging directory beside `stores/` (applied sequence 0, a fresh generation, no log), checks
+ * that its entries hold together (`StateSchema.integrity`: every index entry names a record that
+ * exists, every record has its index entries) and only then swaps it in with a rename. Every key and string value passes the privacy filter on the way
  * in (and is checked as filtered); what is written is the value as the archive has it, so an
  * archive restores byte for byte. The checksum detects damage, not tampering: anyone can
  * recompute it, which is why the values are checked. The caller holds the data directory's lock
@@ -274,8 +275,18 @@ const notEmpty = (store: string, storeDir: string) =>
     return undefined
   })
 
-/** Writes one store's entries from the archive into a fresh checkpoint at `lmdbDir`. */
-const restoreStore = (path: string, store: string, lmdbDir: string, total: number, onProgress: ArchiveProgress) =>
+/**
+ * Writes one store's entries from the archive into a fresh checkpoint at `lmdbDir`, then checks
+ * that they hold together (`StateSchema.integrity`) before anything is put in place.
+ */
+const restoreStore = (
+  path: string,
+  store: string,
+  state: StateSchema | undefined,
+  lmdbDir: string,
+  total: number,
+  onProgress: ArchiveProgress,
+) =>
   Effect.acquireUseRelease(
     Effect.mapError(
       openCheckpoint(lmdbDir),
@@ -312,7 +323,15 @@ const restoreStore = (path: string, store: string, lmdbDir: string, total: numbe
         },
         catch: (error) =>
           new ArchiveError({ message: `restoring store "${store}" failed: ${message(error)} (nothing was imported)` }),
-      }).pipe(Effect.tap(() => Effect.promise(() => checkpoint.flushed()))),
+      }).pipe(
+        Effect.tap(() => Effect.promise(() => checkpoint.flushed())),
+        Effect.tap(() => {
+          const broken = state?.integrity?.(checkpoint.view)
+          return broken === undefined
+            ? Effect.void
+            : Effect.fail(new ArchiveError({ message: `${path}: store "${store}": ${broken} (nothing was imported)` }))
+        }),
+      ),
     (checkpoint) => Effect.promise(() => checkpoint.close().catch(() => undefined)),
   )
 
@@ -346,7 +365,14 @@ export const importArchive = (
       for (const definition of stores) {
         const dir = join(staging, definition.name)
         fs.mkdirSync(join(dir, "wal"), { recursive: true, mode: 0o700 })
-        yield* restoreStore(path, definition.name, join(dir, "lmdb"), counts[definition.name] ?? 0, onProgress)
+        yield* restoreStore(
+          path,
+          definition.name,
+          states.get(definition.name),
+          join(dir, "lmdb"),
+          counts[definition.name] ?? 0,
+          onProgress,
+        )
       }
       yield* Effect.try({
         try: () => {

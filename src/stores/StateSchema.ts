@@ -9,12 +9,36 @@
  * knows does not belong in the store, and is refused like a wrong value.
  */
 import { Result, Schema } from "effect"
+import type { KeyRange, StoreView } from "./Checkpoint.ts"
 import { idempotencyStateKey } from "./Idempotency.ts"
 
 /** A store's state, as an import checks it. */
 export interface StateSchema {
   /** Why `value` cannot be stored under `key`, or undefined when it can. */
   readonly problem: (key: string, value: unknown) => string | undefined
+  /**
+   * Why the whole state, every entry already `problem`-free, does not hold together, naming the
+   * first record that breaks it: an index entry whose record is missing, a record its indexes
+   * miss. Undefined when it holds. An index entry naming nothing made its real record vanish from
+   * reads (read_graph and search_nodes walk the order index).
+   */
+  readonly integrity?: (view: StoreView) => string | undefined
+}
+
+/** Every key of a store sorts inside this range. */
+export const everyKey = { start: "", end: "\u{10FFFF}" }
+
+/** The first `problem` of the entries under `prefix`, in key order. */
+export const firstProblemUnder = (
+  view: StoreView,
+  range: KeyRange,
+  problem: (key: string, value: unknown) => string | undefined,
+): string | undefined => {
+  for (const { key, value } of view.getRange(range)) {
+    const found = problem(key, value)
+    if (found !== undefined) return found
+  }
+  return undefined
 }
 
 /** The reason for a key no schema knows. */
@@ -55,6 +79,7 @@ const idempotencyRecordProblem = decodeProblemOf(
 
 /** `own`, plus the kernel's keys every store may hold: idempotency records (Idempotency.ts). */
 export const withKernelKeys = (own: StateSchema): StateSchema => ({
+  ...(own.integrity !== undefined ? { integrity: own.integrity } : {}),
   problem: (key, value) => {
     if (!key.startsWith(idempotencyPrefix)) return own.problem(key, value)
     return idempotencyRecordProblem(value) ?? keyMismatch(value as object, { key: key.slice(idempotencyPrefix.length) })

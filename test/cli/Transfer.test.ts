@@ -226,6 +226,56 @@ describe("an archive edited by hand (its checksum recomputed)", () => {
   })
 })
 
+describe("an archive that does not hold together (each entry well-formed, its checksum recomputed)", () => {
+  it("a revision below 1, an index entry naming a missing entity or message, a record its index misses: refused naming the record, nothing imported", async () => {
+    const source = await populated()
+    const files = tempDir("mnemos-files-")
+    const archive = join(files, "all.jsonl")
+    assert.isTrue((await runCommand(exportCommand, [archive, "--all", "--data-dir", source])).ok)
+    const isTask = (entry: { s: string; k: string }) => entry.s === "tasks" && entry.k.startsWith("r\u001f")
+    // Ada was created first: her order entry is the project's first one.
+    const adaOrder = "eo\u0000default\u000000000000000"
+    const isHistory = (entry: { s: string; k: string }) =>
+      entry.s === "conversations" && entry.k.split("\u0005")[1] === "h"
+    const edits: ReadonlyArray<readonly [string, (entry: { s: string; k: string; v: unknown }) => unknown, string]> = [
+      [
+        "task-revision-negative",
+        (entry) => (isTask(entry) ? { ...entry, v: { ...(entry.v as object), revision: -5 } } : entry),
+        "revision",
+      ],
+      // The real entity loses its order entry to one naming nothing: it would vanish from read_graph.
+      [
+        "order-entry-names-a-missing-entity",
+        (entry) => (entry.s === "graph" && entry.k === adaOrder ? { ...entry, v: "Nobody" } : entry),
+        'entity "e/default/Ada": its order entry',
+      ],
+      [
+        "history-entry-names-a-missing-message",
+        (entry) => {
+          if (!isHistory(entry)) return entry
+          const parts = entry.k.split("\u0005")
+          return { ...entry, k: [...parts.slice(0, -1), "01ZZZZZZZZZZZZZZZZZZZZZZZZ"].join("\u0005") }
+        },
+        "01ZZZZZZZZZZZZZZZZZZZZZZZZ",
+      ],
+      [
+        "relation-without-its-incoming-entry",
+        (entry) => (entry.s === "graph" && entry.k.startsWith("ri\u0000") ? null : entry),
+        "programmed",
+      ],
+    ]
+    for (const [name, edit, why] of edits) {
+      const file = rewritten(archive, join(files, `${name}.jsonl`), edit)
+      const target = tempDir("mnemos-data-")
+      const run = await runCommand(importCommand, [file, "--data-dir", target])
+      assert.isFalse(run.ok, `${name} was imported`)
+      assert.include(run.error?.message ?? "", why, name)
+      assert.include(run.error?.message ?? "", "nothing was imported", name)
+      assert.isFalse(existsSync(join(target, "stores", "graph", "lmdb")), `${name}: nothing was put in place`)
+    }
+  })
+})
+
 describe("the other formats", () => {
   it("official memory.jsonl: export, import elsewhere, export again: the same file", async () => {
     const source = await populated()
