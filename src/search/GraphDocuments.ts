@@ -55,7 +55,16 @@ const groupNow = (view: StoreView, project: string, name: string): GroupDocument
 /** The graph store as a search source. */
 export const graphSearchSource: SearchSource<GraphEvent> = {
   definition: graphStore,
-  changes: (event, view) => [...new Set(touchedEntities(event))].map((name) => groupNow(view, event.project, name)),
+  changes: (event, view, given) => {
+    const groups: Array<GroupDocuments> = []
+    for (const name of touchedEntities(event)) {
+      const group = groupOf(event.project, name)
+      if (given.has(group)) continue
+      given.add(group)
+      groups.push(groupNow(view, event.project, name))
+    }
+    return groups
+  },
   scan: function* (view) {
     for (const { key } of view.getRange(allProjects)) {
       const project = projectOfKey(key)

@@ -226,12 +226,13 @@ export const makeIndexer = (config: IndexerConfig) =>
           const store = storeOf(source)
           if (store === undefined) continue
           const changes = yield* store
-            .read((view: StoreView) =>
-              list.map((committed) => ({
+            .read((view: StoreView) => {
+              const given = new Set<string>()
+              return list.map((committed) => ({
                 committed,
-                changes: isDomainEvent(committed) ? source.changes(committed.event, view) : [],
-              })),
-            )
+                changes: isDomainEvent(committed) ? source.changes(committed.event, view, given) : [],
+              }))
+            })
             .pipe(Effect.catch(() => Effect.succeed(undefined)))
           if (changes === undefined) {
             needsReconcile.add(name) // the store could not be read: catch up by a scan later
