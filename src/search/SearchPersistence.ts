@@ -20,7 +20,7 @@
 import { readdirSync, renameSync, rmSync, statSync } from "node:fs"
 import { join } from "node:path"
 import { type Database, open, type RootDatabase } from "lmdb"
-import { guardLmdbCommitRejections, lmdbUsedBytes, settleLmdbWrite } from "../stores/Checkpoint.ts"
+import { guardLmdbCommitRejections, lmdbUsedBytes, settleLmdbWrite, syncLmdb } from "../stores/Checkpoint.ts"
 import { decodeKey, encodeKey } from "../stores/KeyCodec.ts"
 import { allocateLockFile } from "../stores/LmdbLockFile.ts"
 import type { SearchDocument } from "./SearchDocument.ts"
@@ -215,9 +215,12 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
       )
     })
   }
-  const settled = async () => {
-    await settleLmdbWrite(lastWrite)
-    await settleLmdbWrite(handles.env.flushed)
+  /** Waits for the writes so far to be committed and synced; resolves with the first failure, if any. */
+  const settled = async (): Promise<unknown> => {
+    failure ??= await settleLmdbWrite(lastWrite)
+    // Not `env.flushed`: after a failed commit (a full disk) lmdb-js never settles it.
+    await syncLmdb(handles.env)
+    return failure
   }
   return {
     groups: () => batchedGroups(handles.documents),
@@ -240,7 +243,13 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
     setModelId: (id) => watch(handles.meta.put(encodeKey("model"), id)),
     sizeBytes: () => lmdbUsedBytes([handles.env, handles.documents, handles.vectors, handles.meta]),
     compact: async () => {
-      await settled()
+      // lmdb-js never finishes closing an environment whose last commit failed: the compaction
+      // would wait for it for good, and the search thread with it (every later search unanswered).
+      const failed = await settled()
+      if (failed !== undefined)
+        throw new Error(
+          `the search index cannot be compacted in this process since a write of it failed (${failed instanceof Error ? failed.message : String(failed)}); restart the daemon first`,
+        )
       const bytesBefore = dirBytes(path)
       rmSync(copyPath, { recursive: true, force: true })
       await copyInto(handles, copyPath)
@@ -253,8 +262,9 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
       return { bytesBefore, bytesAfter: dirBytes(path) }
     },
     close: async () => {
-      await settled()
-      await handles.env.close()
+      // After a failed commit lmdb-js never finishes closing (see `compact`); everything committed
+      // is synced first, and the process is ending anyway.
+      if ((await settled()) === undefined) await handles.env.close()
     },
   }
 }

@@ -96,6 +96,19 @@ export const settleLmdbWrite = (write: PromiseLike<unknown>): Promise<unknown> =
     },
   )
 
+/**
+ * Resolves once everything `env` has committed is on disk (a failed sync resolves too: nothing
+ * waits on it for good). Unlike `env.flushed`, it settles after a failed commit: lmdb-js 3.5 never
+ * resolves the flush promise of a transaction that failed (a full disk), so `flushed` stays pending
+ * until a later transaction succeeds — a search index whose last commit failed could not close or
+ * compact. This asks LMDB itself to sync (`mdb_env_sync`) on lmdb-js's thread instead.
+ */
+export const syncLmdb = (env: RootDatabase): Promise<unknown> =>
+  new Promise((resolve) => {
+    const sync = (env as unknown as { sync: (done: (error?: unknown) => void) => void }).sync
+    sync.call(env, (error) => resolve(error))
+  })
+
 const lmdbCommitFailedMessage = "Commit failed (see commitError for details)"
 
 const isLmdbCommitFailure = (reason: unknown): reason is Error & { readonly commitError: Promise<unknown> } =>
