@@ -52,6 +52,27 @@ done
 exec "$@"
 `
 
+/**
+ * A daemon whose data directory's `mounts` are small tmpfs with a ballast and `filled` are small
+ * tmpfs filled whole (in a private mount namespace); the ballasts go once `freeFlag` exists.
+ */
+const startOnSmallDisks = async (
+  prefix: string,
+  disks: { readonly mounts?: ReadonlyArray<string>; readonly filled?: ReadonlyArray<string> },
+) => {
+  const dataDir = tempDir(prefix)
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+  const freeFlag = join(dataDir, "free-the-ballast")
+  const paths = (dirs: ReadonlyArray<string> = []) => dirs.map((dir) => join(dataDir, dir)).join(" ")
+  const daemon = await startDaemon({
+    dataDir,
+    through: ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", mountScript, "sh"],
+    env: { MNEMOS_TEST_MOUNTS: paths(disks.mounts), MNEMOS_TEST_FILL: paths(disks.filled), MNEMOS_TEST_FREE: freeFlag },
+  })
+  const client = await connectClient("streamable-http", daemon.url, { headers: authHeaders(dataDir) })
+  return { dataDir, freeFlag, daemon, client }
+}
+
 const graphHealth = async (daemon: DaemonProcess): Promise<StoreHealth> => {
   const stats = await apiGet<{ stores: ReadonlyArray<StoreHealth> }>(daemon, "/api/stats")
   return stats.stores.find((store) => store.name === "graph")!
@@ -61,15 +82,7 @@ afterAll(cleanup)
 
 describe("a full disk under the daemon", () => {
   it("refuses writes with a clear error, keeps serving reads and every acknowledged write, says degraded, and writes again by itself once space returns", async () => {
-    const dataDir = tempDir("mnemos-full-disk-")
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 })
-    const freeFlag = join(dataDir, "free-the-ballast")
-    const daemon = await startDaemon({
-      dataDir,
-      through: ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", mountScript, "sh"],
-      env: { MNEMOS_TEST_MOUNTS: join(dataDir, "stores"), MNEMOS_TEST_FREE: freeFlag },
-    })
-    const client = await connectClient("streamable-http", daemon.url, { headers: authHeaders(dataDir) })
+    const { dataDir, freeFlag, daemon, client } = await startOnSmallDisks("mnemos-full-disk-", { mounts: ["stores"] })
     const observation = (name: string, part: string) => `${part}${name}`.padEnd(observationBytes, "x")
     const acknowledged: Array<string> = []
     let refusal: string | undefined
@@ -144,15 +157,9 @@ describe("a full disk under the daemon", () => {
   })
 
   it("with the search index on a full disk too, bulk writes of 30,000-character observations are refused, never crash the daemon, and resume", async () => {
-    const dataDir = tempDir("mnemos-full-disk-bulk-")
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 })
-    const freeFlag = join(dataDir, "free-the-ballast")
-    const daemon = await startDaemon({
-      dataDir,
-      through: ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", mountScript, "sh"],
-      env: { MNEMOS_TEST_MOUNTS: `${join(dataDir, "stores")} ${join(dataDir, "search")}`, MNEMOS_TEST_FREE: freeFlag },
+    const { freeFlag, daemon, client } = await startOnSmallDisks("mnemos-full-disk-bulk-", {
+      mounts: ["stores", "search"],
     })
-    const client = await connectClient("streamable-http", daemon.url, { headers: authHeaders(dataDir) })
     const text = (name: string, part: number) => `${name} part ${part} `.repeat(2_000).slice(0, 30_000)
     const acknowledged: Array<string> = []
     let refusals = 0
@@ -205,15 +212,9 @@ describe("a full disk under the daemon", () => {
   it("search first opening its index on a full disk: the daemon stays up, and search catches up once space returns", async () => {
     // LMDB makes its lock file sparse and writes it through a memory map: on a full disk that
     // killed the process with SIGBUS the moment the search thread first opened its index.
-    const dataDir = tempDir("mnemos-full-disk-search-")
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 })
-    const freeFlag = join(dataDir, "free-the-ballast")
-    const daemon = await startDaemon({
-      dataDir,
-      through: ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", mountScript, "sh"],
-      env: { MNEMOS_TEST_FILL: join(dataDir, "search"), MNEMOS_TEST_FREE: freeFlag },
+    const { freeFlag, daemon, client } = await startOnSmallDisks("mnemos-full-disk-search-", {
+      filled: ["search"],
     })
-    const client = await connectClient("streamable-http", daemon.url, { headers: authHeaders(dataDir) })
     const written = await callTool(client, "create_entities", {
       entities: [{ name: "written-while-search-is-full", entityType: "t", observations: ["zanzibar lighthouse"] }],
     })
