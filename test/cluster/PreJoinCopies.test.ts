@@ -29,11 +29,18 @@ afterAll(async () => {
   await cluster?.stop()
 })
 
-/** Files under `dir` whose raw bytes hold `text`. */
+/** Files under `dir` whose raw bytes hold `text` (a file removed while this reads is skipped). */
 const filesHolding = (dir: string, text: string): Array<string> =>
   readdirSync(dir, { recursive: true, encoding: "utf8" })
     .map((name) => join(dir, name))
-    .filter((path) => statSync(path).isFile() && readFileSync(path).includes(text))
+    .filter((path) => {
+      try {
+        return statSync(path).isFile() && readFileSync(path).includes(text)
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "ENOENT") return false
+        throw error
+      }
+    })
 
 const preJoinCopies = (dir: string) => readdirSync(dir).filter((name) => name.startsWith("pre-join-"))
 

@@ -3,31 +3,15 @@
  * trips, and a clipboard that holds the other format; and the clear errors, naming the tool to
  * install, when there is no clipboard tool or no graphical session.
  */
-import { type ChildProcess, spawn } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { ClipboardHost, type ClipboardHostInfo } from "../../src/editor/Clipboard.ts"
 import { ClipboardWatch, makeClipboardWatcher } from "../../src/editor/ClipboardWatch.ts"
-import { callTool, lacks, removeTempDirs, tempDir, toolFailure } from "./harness.ts"
+import { callTool, lacks, removeTempDirs, startXvfb, tempDir, toolFailure } from "./harness.ts"
 
 let xvfb: ChildProcess | undefined
 let display = ""
-
-/** Starts Xvfb on a free display; it prints the display number it chose on fd 1. */
-const startXvfb = () =>
-  new Promise<string>((resolve, reject) => {
-    const child = spawn("Xvfb", ["-displayfd", "1", "-nolisten", "tcp", "-screen", "0", "320x240x24"], {
-      stdio: ["ignore", "pipe", "ignore"],
-    })
-    xvfb = child
-    let output = ""
-    child.stdout?.on("data", (chunk: Buffer) => {
-      output += chunk.toString()
-      if (output.includes("\n")) resolve(`:${output.trim()}`)
-    })
-    child.once("exit", (code) => reject(new Error(`Xvfb exited (${code}) before it was ready`)))
-    child.once("error", reject)
-  })
 
 const onX11 = <A, E>(effect: Effect.Effect<A, E>) =>
   effect.pipe(
@@ -40,7 +24,9 @@ const on =
 
 describe.skipIf(lacks("Xvfb") || lacks("xclip"))("clipboard under Xvfb with xclip", () => {
   beforeAll(async () => {
-    display = await startXvfb()
+    const started = await startXvfb()
+    xvfb = started.process
+    display = started.display
   })
   afterAll(async () => {
     if (xvfb !== undefined && xvfb.exitCode === null) {

@@ -129,3 +129,18 @@ export const toolFailure = (effect: Effect.Effect<ToolOutput, ToolError | Schema
         : { code: "SCHEMA", message: error.message },
     ),
   )
+
+/** A virtual X server on a free display (it prints the number it chose on fd 1), and its process. */
+export const startXvfb = () =>
+  new Promise<{ readonly display: string; readonly process: ChildProcess }>((resolve, reject) => {
+    const child = spawn("Xvfb", ["-displayfd", "1", "-nolisten", "tcp", "-screen", "0", "320x240x24"], {
+      stdio: ["ignore", "pipe", "ignore"],
+    })
+    let output = ""
+    child.stdout?.on("data", (chunk: Buffer) => {
+      output += chunk.toString()
+      if (output.includes("\n")) resolve({ display: `:${output.trim()}`, process: child })
+    })
+    child.once("exit", (code) => reject(new Error(`Xvfb exited (${code}) before it was ready`)))
+    child.once("error", reject)
+  })

@@ -15,7 +15,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
-import { lacks, startNeovim } from "../editor/harness.ts"
+import { lacks, startNeovim, startXvfb } from "../editor/harness.ts"
 import {
   cleanup,
   connectClient,
@@ -24,7 +24,6 @@ import {
   type NetworkTransport,
   startDaemon,
   tempDir,
-  waitFor,
 } from "../transports/harness.ts"
 import { installedProduct, type Product, productNode, productNodeVersion } from "./product.ts"
 
@@ -44,29 +43,11 @@ const productEnv = (): NodeJS.ProcessEnv => ({
 })
 
 /** Starts Xvfb on a free display; undefined where it is not installed (outside CI). */
-const startXvfb = async (): Promise<string | undefined> => {
+const startDisplay = async (): Promise<string | undefined> => {
   if (lacks("Xvfb") || lacks("xclip")) return undefined
-  const number = 90 + (process.pid % 100)
-  const child = spawn("Xvfb", [`:${number}`, "-nolisten", "tcp", "-screen", "0", "640x480x24"], { stdio: "ignore" })
-  started.push(child)
-  const name = `:${number}`
-  await waitFor(
-    "Xvfb",
-    () => {
-      try {
-        execFileSync("xclip", ["-selection", "clipboard", "-o"], {
-          env: { ...process.env, DISPLAY: name },
-          stdio: "pipe",
-        })
-        return true
-      } catch (error) {
-        // An empty clipboard answers with an error, but only once the display is up.
-        return String((error as { stderr?: unknown }).stderr).includes("Can't open display") ? undefined : true
-      }
-    },
-    15_000,
-  )
-  return name
+  const xvfb = await startXvfb()
+  started.push(xvfb.process)
+  return xvfb.display
 }
 
 beforeAll(async () => {
@@ -90,7 +71,7 @@ beforeAll(async () => {
   if (lacks("nvim")) throw new Error("the built-artifact tests need nvim (Debian package neovim)")
   const nvim = await startNeovim([join(workspace, "shapes.ts")])
   nvimAddress = nvim.address
-  display = await startXvfb()
+  display = await startDisplay()
   daemon = await startDaemon({
     cli: { node: productNode, file: product.cli },
     args: ["--nvim-allow-lua", "--toolsets", "all"],
