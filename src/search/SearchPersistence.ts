@@ -218,8 +218,12 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
   /** Waits for the writes so far to be committed and synced; resolves with the first failure, if any. */
   const settled = async (): Promise<unknown> => {
     failure ??= await settleLmdbWrite(lastWrite)
-    // Not `env.flushed`: after a failed commit (a full disk) lmdb-js never settles it.
-    await syncLmdb(handles.env)
+    // After a failed commit (a full disk) lmdb-js never settles `env.flushed`: LMDB syncs instead.
+    // Otherwise `flushed`, which also waits for lmdb-js's own write thread to be done with the
+    // last transaction (syncing alone and then closing for a compaction raced with it: "Attempt
+    // to reset an invalid read txn" in the search thread, one rebuild_index in three).
+    if (failure === undefined) await settleLmdbWrite(handles.env.flushed)
+    else await syncLmdb(handles.env)
     return failure
   }
   return {
