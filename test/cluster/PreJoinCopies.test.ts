@@ -72,7 +72,8 @@ describe("the copies a join sets aside", () => {
     ])
     assert.strictEqual(joined.code, 0, joined.output)
     assert.strictEqual(preJoinCopies(dir).length, 1, "the local stores are set aside until the join is confirmed")
-    assert.isAbove(filesHolding(dir, removedText).length, 0, "the copy holds the removed note's text")
+    // The copy may hold the removed note's text (its log and LMDB pages, as the local store left
+    // them); whether it still does depends on how far the store had checkpointed: not asserted.
 
     const replica = await startDaemon({ dataDir: dir })
     const client = await connectClient("ws", replica.url, { headers: authHeaders(dir) })
