@@ -11,9 +11,10 @@
  */
 import type { Transport, TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { JSONRPCMessage, MessageExtraInfo } from "@modelcontextprotocol/sdk/types.js"
+import { cancelledRequestId, isRequest, isResponse, type RequestId } from "./JsonRpcText.ts"
 import { TransportWrapper } from "./TransportWrapper.ts"
 
-type Id = string | number
+type Id = RequestId
 
 /** Tracks the in-flight requests of many transports and drains them together. */
 export class Drain {
@@ -71,17 +72,6 @@ export class Drain {
     if (this.idleWaiters.size === 0 || this.pending() > 0) return
     for (const waiter of [...this.idleWaiters]) waiter()
   }
-}
-
-const isRequest = (message: JSONRPCMessage): message is JSONRPCMessage & { id: Id; method: string } =>
-  "method" in message && "id" in message
-const isResponse = (message: JSONRPCMessage): message is JSONRPCMessage & { id: Id } =>
-  !("method" in message) && "id" in message
-
-const cancelledRequestId = (message: JSONRPCMessage): Id | undefined => {
-  if (!("method" in message) || message.method !== "notifications/cancelled" || "id" in message) return undefined
-  const requestId = (message.params as { requestId?: unknown } | undefined)?.requestId
-  return typeof requestId === "string" || typeof requestId === "number" ? requestId : undefined
 }
 
 class DrainingTransport extends TransportWrapper {

@@ -96,3 +96,20 @@ export const errorReply = (id: ReplyId, code: number, message: string) => ({
   id,
   error: { code, message },
 })
+
+/** A request's id (JSON-RPC allows a string or a number). */
+export type RequestId = string | number
+
+/** A request: a method and an id (a notification has no id). */
+export const isRequest = (message: JSONRPCMessage): message is JSONRPCMessage & { id: RequestId; method: string } =>
+  "method" in message && "id" in message
+/** An answer to a request: an id and no method. */
+export const isResponse = (message: JSONRPCMessage): message is JSONRPCMessage & { id: RequestId } =>
+  !("method" in message) && "id" in message && message.id !== undefined
+
+/** The request a `notifications/cancelled` names: the SDK never answers it. */
+export const cancelledRequestId = (message: JSONRPCMessage): RequestId | undefined => {
+  if (!("method" in message) || message.method !== "notifications/cancelled" || "id" in message) return undefined
+  const requestId = (message.params as { requestId?: unknown } | undefined)?.requestId
+  return typeof requestId === "string" || typeof requestId === "number" ? requestId : undefined
+}

@@ -6,10 +6,11 @@
  */
 import type { Transport, TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { JSONRPCMessage, MessageExtraInfo } from "@modelcontextprotocol/sdk/types.js"
+import { cancelledRequestId, isRequest, isResponse, type RequestId } from "./JsonRpcText.ts"
 import type { SessionHandle } from "./SessionTable.ts"
 import { TransportWrapper } from "./TransportWrapper.ts"
 
-type Id = string | number
+type Id = RequestId
 
 class SessionActivityTransport extends TransportWrapper {
   /** The end of each open exchange, by request id. */
@@ -24,14 +25,12 @@ class SessionActivityTransport extends TransportWrapper {
   }
 
   protected receive(message: JSONRPCMessage, extra?: MessageExtraInfo): void {
-    if ("method" in message && "id" in message && !this.open.has(message.id)) {
+    if (isRequest(message) && !this.open.has(message.id)) {
       this.open.set(message.id, this.handle.begin())
       if (message.method === "initialize") this.initializeId = message.id
     }
-    if ("method" in message && message.method === "notifications/cancelled" && !("id" in message)) {
-      const requestId = (message.params as { requestId?: unknown } | undefined)?.requestId
-      if (typeof requestId === "string" || typeof requestId === "number") this.settle(requestId)
-    }
+    const cancelled = cancelledRequestId(message)
+    if (cancelled !== undefined) this.settle(cancelled)
     this.onmessage?.(message, extra)
   }
 
@@ -49,7 +48,7 @@ class SessionActivityTransport extends TransportWrapper {
     try {
       await this.inner.send(message, options)
     } finally {
-      if (!("method" in message) && "id" in message && message.id !== undefined) {
+      if (isResponse(message)) {
         if (message.id === this.initializeId && "result" in message) this.handle.initialized()
         this.settle(message.id)
       }

@@ -20,12 +20,16 @@ import type { Readable, Writable } from "node:stream"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import {
+  cancelledRequestId,
   cutMessageEndBytes,
   decodeJsonRpcText,
   errorReply,
   idOfCutMessage,
+  isRequest,
+  isResponse,
   jsonRpcMessageBytesMax,
   type ReplyId,
+  type RequestId,
   tooLong,
 } from "./JsonRpcText.ts"
 
@@ -170,7 +174,7 @@ export class StdioLineTransport implements Transport {
   }
 
   private deliver(message: JSONRPCMessage): void {
-    if ("method" in message && "id" in message) this.unanswered.add(message.id)
+    if (isRequest(message)) this.unanswered.add(message.id)
     const cancelled = cancelledRequestId(message)
     if (cancelled !== undefined) this.settle(cancelled)
     try {
@@ -203,7 +207,7 @@ export class StdioLineTransport implements Transport {
     try {
       await this.write(`${JSON.stringify(message)}\n`)
     } finally {
-      if (!("method" in message) && "id" in message && message.id !== undefined) this.settle(message.id)
+      if (isResponse(message)) this.settle(message.id)
     }
   }
 
@@ -216,15 +220,6 @@ export class StdioLineTransport implements Transport {
     this.cut = undefined
     this.onclose?.()
   }
-}
-
-type RequestId = string | number
-
-/** The request a `notifications/cancelled` names: the SDK never answers it. */
-const cancelledRequestId = (message: JSONRPCMessage): RequestId | undefined => {
-  if (!("method" in message) || message.method !== "notifications/cancelled" || "id" in message) return undefined
-  const requestId = (message.params as { requestId?: unknown } | undefined)?.requestId
-  return typeof requestId === "string" || typeof requestId === "number" ? requestId : undefined
 }
 
 const lastBytes = (buffer: Buffer, count: number): Buffer =>
