@@ -24,6 +24,12 @@ import { type GraphEvent, touchedEntities } from "./GraphStore.ts"
 import type { Entity, KnowledgeGraph, Relation } from "./Model.ts"
 import { SubstringIndex } from "./SubstringIndex.ts"
 
+/** What one drain has already re-read from its view, per project. */
+export interface RefreshedInDrain {
+  readonly entities: Set<string>
+  readonly relationsOf: Set<string>
+}
+
 interface CachedEntity {
   readonly entity: Entity
   readonly order: number
@@ -72,18 +78,26 @@ export class ProjectReadModel {
 
   /**
    * Brings the model up to date with what `event` changed, re-reading it from `view`. `refreshed`
-   * holds the names already re-read from this same view (for earlier events of one drain): they are
-   * current, with their relations, so they are skipped (a merge's events each touch its target).
+   * holds what was already re-read from this same view for earlier events of one drain: those
+   * entities, and those names' relations, are current and skipped (a merge's events each touch its
+   * target). The two are apart: an entity re-read for its creation says nothing of the relations a
+   * later merge rewired onto it.
    */
-  refresh(view: StoreView, event: GraphEvent, refreshed: Set<string>): void {
-    const names = touchedEntities(event).filter((name) => !refreshed.has(name))
-    for (const name of names) refreshed.add(name)
+  refresh(view: StoreView, event: GraphEvent, refreshed: RefreshedInDrain): void {
+    const touched = touchedEntities(event)
+    const names = touched.filter((name) => !refreshed.entities.has(name))
+    for (const name of names) refreshed.entities.add(name)
     for (const name of names) {
       const entity = getEntity(view, this.project, name)
       if (entity === undefined) this.removeEntity(name)
       else this.putEntity(entity)
     }
-    for (const key of this.affectedRelations(view, event, names)) {
+    const rewired =
+      event._tag === "EntitiesDeleted" || event._tag === "EntitiesMerged"
+        ? touched.filter((name) => !refreshed.relationsOf.has(name))
+        : []
+    for (const name of rewired) refreshed.relationsOf.add(name)
+    for (const key of this.affectedRelations(view, event, rewired)) {
       this.removeRelation(key)
       const relation = view.get(key) as GraphRelationRecord | undefined
       if (relation !== undefined) this.putRelation(key, relation)
@@ -114,23 +128,22 @@ export class ProjectReadModel {
     return { entities: found.map(({ entity }) => entity), relations }
   }
 
-  private affectedRelations(view: StoreView, event: GraphEvent, names: ReadonlyArray<string>): Set<string> {
+  /** The relations `event` named, and every relation touching `rewired` before and now. */
+  private affectedRelations(view: StoreView, event: GraphEvent, rewired: ReadonlyArray<string>): Set<string> {
     const keys = new Set<string>()
     if (event._tag === "RelationsCreated" || event._tag === "RelationsDeleted") {
       for (const relation of event.relations)
         keys.add(relationKey(this.project, relation.from, relation.to, relation.relationType))
     }
-    if (event._tag === "EntitiesDeleted" || event._tag === "EntitiesMerged") {
-      // Cascades and rewiring: every relation that touched these names before, and every one now.
-      for (const name of names) {
-        for (const order of this.adjacency.get(name) ?? []) {
-          const relation = this.relationsByOrder.get(order)
-          if (relation !== undefined)
-            keys.add(relationKey(this.project, relation.from, relation.to, relation.relationType))
-        }
-        for (const { key } of view.getRange(relationsFrom(this.project, name))) keys.add(key)
-        for (const { key } of view.getRange(relationsTo(this.project, name))) keys.add(relationKeyOfIncoming(key))
+    // Cascades and rewiring of deleted and merged names.
+    for (const name of rewired) {
+      for (const order of this.adjacency.get(name) ?? []) {
+        const relation = this.relationsByOrder.get(order)
+        if (relation !== undefined)
+          keys.add(relationKey(this.project, relation.from, relation.to, relation.relationType))
       }
+      for (const { key } of view.getRange(relationsFrom(this.project, name))) keys.add(key)
+      for (const { key } of view.getRange(relationsTo(this.project, name))) keys.add(relationKeyOfIncoming(key))
     }
     return keys
   }

@@ -15,7 +15,7 @@ import { type CommittedEvent, EventBus, isDomainEvent } from "../actors/EventBus
 import { Router } from "../actors/Router.ts"
 import type { StoreView } from "../stores/Checkpoint.ts"
 import type { StoreError } from "../stores/StoreError.ts"
-import { ProjectReadModel } from "./GraphReadModel.ts"
+import { ProjectReadModel, type RefreshedInDrain } from "./GraphReadModel.ts"
 import { type GraphEvent, graphStore } from "./GraphStore.ts"
 import type { KnowledgeGraph } from "./Model.ts"
 
@@ -56,12 +56,12 @@ export const layer: Layer.Layer<GraphSearch, never, Router | EventBus> = Layer.e
     /**
      * Applies drained events in slices of `refreshSliceEvents`, letting the event loop run between
      * them: a call at the limits is 100 events of 100 names, and re-reading them all in one turn
-     * held the thread for as long as the call itself. A name re-read once in this drain is skipped
-     * by later slices: every drained event was committed before the first slice read the view.
+     * held the thread for as long as the call itself. What one slice re-read is skipped by later
+     * slices: every drained event was committed before the first slice read the view.
      */
     const applyEvents = (events: ReadonlyArray<CommittedEvent>) =>
       Effect.gen(function* () {
-        const refreshed = new Map<string, Set<string>>()
+        const refreshed = new Map<string, RefreshedInDrain>()
         for (let start = 0; start < events.length; start += refreshSliceEvents) {
           if (start > 0) yield* Effect.yieldNow
           yield* store.read((view) => {
@@ -78,9 +78,12 @@ export const layer: Layer.Layer<GraphSearch, never, Router | EventBus> = Layer.e
               const model = indexes.get(event.project)
               eventsApplied++
               if (model === undefined) continue
-              const names = refreshed.get(event.project) ?? new Set<string>()
-              refreshed.set(event.project, names)
-              model.refresh(view, event, names)
+              let done = refreshed.get(event.project)
+              if (done === undefined) {
+                done = { entities: new Set(), relationsOf: new Set() }
+                refreshed.set(event.project, done)
+              }
+              model.refresh(view, event, done)
             }
           })
         }

@@ -95,7 +95,32 @@ describe("the graph read model", () => {
           )
         },
       ),
-      { numRuns: 25 },
+      {
+        numRuns: 25,
+        examples: [
+          // Entities created, a relation from one to a name that is no entity, then a merge that
+          // rewires it onto the other — all in one drain: the model once kept the relation away.
+          [
+            [
+              {
+                _tag: "CreateEntities",
+                project,
+                entities: [
+                  { name: "Épsilon", entityType: "red", observations: [] },
+                  { name: "alpha", entityType: "red", observations: [] },
+                ],
+              },
+              {
+                _tag: "CreateRelations",
+                project,
+                relations: [{ from: "Épsilon", to: "zeta-7", relationType: "red" }],
+              },
+              { _tag: "MergeEntities", project, target: "alpha", sources: ["Épsilon"] },
+            ],
+            ["alpha"],
+          ],
+        ],
+      },
     )
   })
 })
