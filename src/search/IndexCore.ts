@@ -105,8 +105,15 @@ export const makeIndexCore = (config: CoreConfig) =>
 
     /** Replaces a group in the index and in persistence; returns what needs embedding. */
     const applyGroup = (store: string, change: GroupDocuments): Array<PendingEmbedding> => {
-      replacedWhileLoading?.add(groupKey(store, change.group))
-      const before = index.groupIds(store, change.group)
+      const before = new Set(index.groupIds(store, change.group))
+      // While the load runs, the group's persisted documents may not be in the index yet (and the
+      // load will skip them now): the ones this change drops go from persistence here, or a record
+      // removed during a warm start stayed findable after the next.
+      const key = groupKey(store, change.group)
+      if (replacedWhileLoading !== undefined && !replacedWhileLoading.has(key)) {
+        for (const id of persistence.groupDocumentIds(store, change.group)) before.add(id)
+        replacedWhileLoading.add(key)
+      }
       const changed: Array<SearchDocument> = []
       const pending = index.replaceGroup(store, change.group, change.documents, changed)
       const now = new Set(change.documents.map((document) => document.id))

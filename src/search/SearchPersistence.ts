@@ -42,6 +42,8 @@ export interface PersistedVector {
 export interface SearchPersistence {
   readonly groups: () => Iterable<PersistedGroup>
   readonly vector: (id: string) => PersistedVector | undefined
+  /** The ids of one group's persisted documents. */
+  readonly groupDocumentIds: (store: string, group: string) => ReadonlyArray<string>
   readonly putDocument: (group: string, document: SearchDocument) => void
   readonly removeDocument: (store: string, group: string, id: string) => void
   readonly putVector: (id: string, hash: string, vector: Float32Array) => void
@@ -78,6 +80,9 @@ const decodeVector = (bytes: Uint8Array): PersistedVector => {
   return { hash: buffer.toString("latin1", 0, hashBytes).trimEnd(), vector: floats }
 }
 
+/** The group of a document key (groups may hold the separator; ids are the document's own). */
+const groupOfKey = (key: string, store: string, id: string) => key.slice(store.length + 1, key.length - id.length - 1)
+
 /** Groups consecutive documents of a key-ordered scan. */
 function* groupRuns(entries: Iterable<{ key: string; value: SearchDocument }>): Iterable<PersistedGroup> {
   let current: { store: string; group: string; documents: Array<SearchDocument> } | undefined
@@ -85,7 +90,7 @@ function* groupRuns(entries: Iterable<{ key: string; value: SearchDocument }>): 
     // Groups may hold the separator themselves (a conversation's is `project\0id`): the store is
     // what precedes the first one, the id (the document's own) what follows the last.
     const store = key.slice(0, key.indexOf(sep))
-    const group = key.slice(store.length + 1, key.length - value.id.length - 1)
+    const group = groupOfKey(key, store, value.id)
     if (current === undefined || current.store !== store || current.group !== group) {
       if (current !== undefined) yield current
       current = { store, group, documents: [] }
@@ -232,6 +237,17 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
       const bytes = handles.vectors.getBinary(encodeKey(id))
       return bytes === undefined ? undefined : decodeVector(bytes)
     },
+    groupDocumentIds: (store, group) => {
+      // The range of `store\0group\0` also holds longer groups that begin with it (`group\0x`).
+      const prefix = `${store}${sep}${group}${sep}`
+      const ids: Array<string> = []
+      for (const { key, value } of handles.documents.getRange({
+        start: encodeKey(prefix),
+        end: encodeKey(`${store}${sep}${group}\u0001`),
+      }))
+        if (groupOfKey(decodeKey(key), store, value.id) === group) ids.push(value.id)
+      return ids
+    },
     putDocument: (group, document) =>
       watch(handles.documents.put(encodeKey(documentKey(document.store, group, document.id)), document)),
     removeDocument: (store, group, id) => watch(handles.documents.remove(encodeKey(documentKey(store, group, id)))),
@@ -286,6 +302,10 @@ export const makeMemoryPersistence = (): SearchPersistence => {
           .map(([key, value]) => ({ key, value })),
       ),
     vector: (id) => vectors.get(id),
+    groupDocumentIds: (store, group) =>
+      [...documents.entries()]
+        .filter(([key, document]) => key === documentKey(store, group, document.id))
+        .map(([, document]) => document.id),
     putDocument: (group, document) => void documents.set(documentKey(document.store, group, document.id), document),
     removeDocument: (store, group, id) => void documents.delete(documentKey(store, group, id)),
     putVector: (id, hash, vector) => void vectors.set(id, { hash, vector: vector.slice() }),

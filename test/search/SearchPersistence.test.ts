@@ -109,6 +109,21 @@ describe.each(layers)("SearchPersistence (%s)", (_, make) => {
     await third.close()
   })
 
+  it("lists one group's document ids, not those of a longer group that begins with it", async () => {
+    const layer = make()
+    const first = layer.open()
+    first.putDocument("p", document("a", "conversations", "one"))
+    first.putDocument("p", document("b", "conversations", "two"))
+    first.putDocument("p\u0000m", document("c", "conversations", "three"))
+    first.putDocument("p", document("d", "graph", "four"))
+    await first.close()
+    const second = layer.open()
+    assert.deepStrictEqual([...second.groupDocumentIds("conversations", "p")].sort(), ["a", "b"])
+    assert.deepStrictEqual(second.groupDocumentIds("conversations", "p\u0000m"), ["c"])
+    assert.deepStrictEqual(second.groupDocumentIds("conversations", "q"), [])
+    await second.close()
+  })
+
   it("gives back groups larger than a read batch, and groups on both sides of a batch's end, whole", async () => {
     const layer = make()
     const first = layer.open()

@@ -1,0 +1,88 @@
+/**
+ * A warm start loads the persisted index in slices while the indexer already applies new events.
+ * A record removed in that window must be gone from the persisted index too, not only from memory:
+ * the load skips a group an event replaced first, so nothing else would ever remove it.
+ */
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect } from "effect"
+import { afterAll, assert, describe, it } from "vitest"
+import { layer as embedderLayer } from "../../src/search/Embedder.ts"
+import { makeIndexCore } from "../../src/search/IndexCore.ts"
+import type { SearchDocument } from "../../src/search/SearchDocument.ts"
+import { openLmdbPersistence } from "../../src/search/SearchPersistence.ts"
+import { writeTinyBert } from "./tinyModels.ts"
+
+const dirs: Array<string> = []
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
+})
+
+const note = (id: string, text: string): SearchDocument => ({
+  id,
+  store: "notes",
+  project: "p",
+  kind: "note",
+  title: id,
+  text,
+  at: 1,
+  fields: {},
+})
+
+describe("the search index's warm start", () => {
+  it("removes from disk what an event removed while the persisted index was loading", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "mnemos-core-load-"))
+    dirs.push(dataDir)
+    const modelDir = join(dataDir, "model")
+    mkdirSync(modelDir)
+    writeTinyBert(modelDir)
+    const run = <A>(use: (core: Effect.Success<ReturnType<typeof makeIndexCore>>) => Effect.Effect<A>) =>
+      Effect.runPromise(
+        Effect.scoped(Effect.flatMap(makeIndexCore({ stores: ["notes"], dataDir }), use)).pipe(
+          Effect.provide(embedderLayer({ model: { kind: "transformer", dir: modelDir }, worker: false })),
+        ),
+      )
+    const group = "p\u0000notes"
+    const kept = note("kept", "hello world")
+    const removed = note("removed", "hello cafe")
+    // Longer groups share the range prefix of `group`: they must be left alone.
+    const neighbour = note("neighbour", "unaffable")
+
+    await run((core) =>
+      Effect.gen(function* () {
+        yield* core.load
+        yield* core.apply("notes", [{ group, documents: [kept, removed] }], 1, 1, 0)
+        yield* core.apply("notes", [{ group: `${group}\u0000x`, documents: [neighbour] }], 2, 1, 0)
+      }),
+    )
+    // Restarted: the removal is applied before the load has read the group.
+    await run((core) =>
+      Effect.gen(function* () {
+        yield* core.apply("notes", [{ group, documents: [kept] }], 3, 1, 0)
+        yield* core.load
+      }),
+    )
+
+    const persistence = openLmdbPersistence(join(dataDir, "search", "lmdb"))
+    try {
+      const persisted = [...persistence.groups()].map((each) => [each.group, each.documents.map((d) => d.id)])
+      assert.deepStrictEqual(persisted, [
+        [group, ["kept"]],
+        [`${group}\u0000x`, ["neighbour"]],
+      ])
+      assert.strictEqual(persistence.vector("removed"), undefined, "its vector is gone too")
+      assert.deepStrictEqual(persistence.groupDocumentIds("notes", group), ["kept"])
+    } finally {
+      await persistence.close()
+    }
+    // And the next warm start finds only what is there.
+    const found = await run((core) =>
+      Effect.gen(function* () {
+        yield* core.load
+        return (yield* core.documents(["kept", "removed", "neighbour"])).map((document) => document?.id)
+      }),
+    )
+    assert.deepStrictEqual(found, ["kept", undefined, "neighbour"])
+  })
+})
