@@ -153,8 +153,10 @@ export const genPrefix = (gen: number): string => `g${gen.toString(36)}${sep}`
 /** Every key of generation `gen`. */
 export const wholeGen = (gen: number): KeyRange => under(genPrefix(gen))
 
+/** A stored message's key within its generation (what follows `genPrefix`). */
+export const messageKeyInGen = (project: string, id: string): string => `m${sep}${component(project)}${sep}${id}`
 export const messageKey = (gen: number, project: string, id: string): string =>
-  `${genPrefix(gen)}m${sep}${component(project)}${sep}${id}`
+  `${genPrefix(gen)}${messageKeyInGen(project, id)}`
 /** Whether `key` is a stored message's key (of any generation). */
 export const isMessageKey = (key: string): boolean => {
   const parts = key.split(sep)

@@ -36,6 +36,8 @@ import {
   GenerationEvent,
   GenerationRefused,
   type GenerationReply,
+  mirroredGen,
+  stagingGen,
 } from "./Generations.ts"
 import { erase, insertLive, markDeleted, readStats, readStored, replaceLive, tombstoneOf } from "./MessageState.ts"
 import {
@@ -191,13 +193,13 @@ const decideMessage = (command: MessageCommand, state: StoreView, now: number): 
   }
 }
 
-const applyMessage = (event: MessageEvent, state: StoreWriter): void => {
-  const gen = currentGen(state)
+/** Applies a message event to generation `gen`. */
+const applyMessageTo = (event: MessageEvent, state: StoreWriter, gen: number): void => {
   switch (event._tag) {
     case "MessageWritten": {
+      const stored = readStored(state, gen, event.project, event.message.message_id)
+      if (stored !== undefined) erase(state, gen, stored) // an import staged the same id: the write is later
       insertLive(state, gen, { project: event.project, created_by: event.created_by, message: event.message })
-      const last = state.get(lastIdKey) as string | undefined
-      if (last === undefined || event.message.message_id > last) state.put(lastIdKey, event.message.message_id)
       return
     }
     case "MessageUpdated": {
@@ -222,6 +224,24 @@ const applyMessage = (event: MessageEvent, state: StoreWriter): void => {
       return
     }
   }
+}
+
+/**
+ * Applies a message event to the current generation and, while an import stages one, to the
+ * staging generation where the message is copied already (`mirroredGen`): the import then commits
+ * every write made meanwhile.
+ */
+const applyMessage = (event: MessageEvent, state: StoreWriter): void => {
+  applyMessageTo(event, state, currentGen(state))
+  if (event._tag === "MessageWritten") {
+    const last = state.get(lastIdKey) as string | undefined
+    if (last === undefined || event.message.message_id > last) state.put(lastIdKey, event.message.message_id)
+  }
+  const mirror =
+    event._tag === "TombstonesPurged"
+      ? stagingGen(state)
+      : mirroredGen(state, event.project, event._tag === "MessageDeleted" ? event.message_id : event.message.message_id)
+  if (mirror !== undefined) applyMessageTo(event, state, mirror)
 }
 
 const messageCommandTags: ReadonlySet<string> = new Set<MessageCommand["_tag"]>([

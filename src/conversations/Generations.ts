@@ -3,36 +3,41 @@
  *
  * Every message key lives in a generation (ConversationKeys.ts); readers use the current one.
  * An import never touches it. It
- *   1. begins: records the current generation's change count and picks a fresh generation,
- *   2. copies the current generation into the fresh one, a bounded chunk of keys per event
- *      (`apply` copies from the state, so the WAL carries key ranges, not data),
+ *   1. begins: picks a fresh generation,
+ *   2. copies the current generation's messages into the fresh one, a bounded chunk per event,
+ *      each inserted as a write would be (`apply` reads them from the state, so the WAL carries
+ *      key ranges, not data), so every derived key (sessions, links, relations, counters) of the
+ *      fresh generation is made from the messages it holds,
  *   3. stages the imported records into the fresh generation, a bounded chunk per event,
  *   4. commits: one small event switches `cur` to the fresh generation — readers see the whole
  *      import from then on, or, before it, none of it,
  *   5. drops the old generation, a bounded chunk of keys per event.
+ * Writes go on meanwhile: a change of a message already copied is applied to the fresh generation
+ * too (`mirroredGen`), one not copied yet is copied as it is by then, so the commit loses none.
  * Each step is an ordinary durable command, so a crash anywhere leaves either the old state
  * (before the commit: the staging generation is garbage, discarded by the next import or
  * rebuild_index) or the new one (after it: the old generation is garbage, dropped the same way).
- * The commit fails with `Busy` if the current generation changed since the import began (a write
- * that would otherwise be lost when `cur` switches).
  *
  * Memory: the actor holds one batch's changes in its overlay, so every chunk is bounded in keys and
  * in (approximate) bytes.
  */
 import { Result, Schema } from "effect"
 import type { StoreView, StoreWriter } from "../stores/Checkpoint.ts"
+import { compareKeys } from "../stores/KeyCodec.ts"
 import {
+  allMessages,
   currentGenKey,
   firstGen,
   genPrefix,
   importStateKey,
   lastIdKey,
+  messageKeyInGen,
   nextGenKey,
   type StoredMessage,
   switchesKey,
   wholeGen,
 } from "./ConversationKeys.ts"
-import { erase, insertLive, readStats, readStored } from "./MessageState.ts"
+import { erase, insertLive, insertStored, readStored } from "./MessageState.ts"
 import { BoundedMessage, Message } from "./Model.ts"
 
 /** Keys copied or dropped per event, at most. */
@@ -70,7 +75,9 @@ export type ImportState =
       readonly import_id: string
       readonly from_gen: number
       readonly to_gen: number
+      /** The current generation's change count when the import began (reported, not checked). */
       readonly base_changes: number
+      /** The last key copied, within its generation (`ImportCopiedMessages`: a message key). */
       readonly copied_through?: string
       readonly copy_done: boolean
     }
@@ -86,7 +93,11 @@ export const readImportState = (state: StoreView): ImportState | undefined =>
 /** Generation commands. */
 export const GenerationCommand = Schema.Union([
   Schema.TaggedStruct("BeginImport", { import_id: Schema.String, base_changes: Schema.Number }),
-  Schema.TaggedStruct("CopyChunk", { import_id: Schema.String }),
+  Schema.TaggedStruct("CopyChunk", {
+    import_id: Schema.String,
+    /** Messages to copy in this chunk, at most (and never more than `generationChunkKeysMax`). */
+    keys_max: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThan(0))),
+  }),
   Schema.TaggedStruct("StageImport", {
     import_id: Schema.String,
     policy: Schema.Literals(["overwrite", "reject"]),
@@ -106,7 +117,14 @@ export const GenerationEvent = Schema.Union([
     to_gen: Schema.Number,
     base_changes: Schema.Number,
   }),
+  /** Copied every key in a range (written before writes went on during imports; replayed as it was). */
   Schema.TaggedStruct("ImportCopied", {
+    import_id: Schema.String,
+    after: Schema.optionalKey(Schema.String),
+    through: Schema.String,
+  }),
+  /** Inserted the messages of a range of message keys into the staging generation. */
+  Schema.TaggedStruct("ImportCopiedMessages", {
     import_id: Schema.String,
     after: Schema.optionalKey(Schema.String),
     through: Schema.String,
@@ -144,19 +162,28 @@ const approximateBytes = (value: unknown): number => {
   return 256 + (typeof content === "string" ? content.length * 3 : 0)
 }
 
-/** The next chunk of `gen`'s keys after the suffix `after`: the suffix of its last key, if any. */
-const nextChunk = (state: StoreView, gen: number, after: string | undefined, bytesMax: number): string | undefined => {
+/** The next chunk of `gen`'s messages after the key `after` (within the generation): its last key, if any. */
+const nextChunk = (state: StoreView, gen: number, after: string | undefined, keysMax: number): string | undefined => {
   const prefix = genPrefix(gen)
-  const range = wholeGen(gen)
+  const range = allMessages(gen)
   let bytes = 0
   let last: string | undefined
   let keys = 0
   const start = after === undefined ? range.start : `${prefix}${after}\u0000`
-  for (const { key, value } of state.getRange({ start, end: range.end, limit: generationChunkKeysMax })) {
+  for (const { key, value } of state.getRange({ start, end: range.end, limit: keysMax })) {
     last = key.slice(prefix.length)
     bytes += approximateBytes(value)
-    if (++keys >= generationChunkKeysMax || bytes >= bytesMax) break
+    if (++keys >= keysMax || bytes >= generationChunkBytesMax) break
   }
+  return last
+}
+
+/** The next chunk of every key of `gen` (dropping a generation): the last key, if any. */
+const nextDropChunk = (state: StoreView, gen: number): string | undefined => {
+  const prefix = genPrefix(gen)
+  let last: string | undefined
+  for (const { key } of state.getRange({ ...wholeGen(gen), limit: generationChunkKeysMax }))
+    last = key.slice(prefix.length)
   return last
 }
 
@@ -172,8 +199,6 @@ export const decideGeneration = (command: GenerationCommand, state: StoreView): 
       if (readImportState(state) !== undefined)
         return refuse("Busy", "another import is in progress or was interrupted; its leftovers must be discarded first")
       const from = currentGen(state)
-      if (readStats(state, from).changes !== command.base_changes)
-        return refuse("Busy", "the conversations changed while the import was being validated; nothing was imported")
       const to = Math.max((state.get(nextGenKey) as number | undefined) ?? firstGen + 1, from + 1)
       return ok([
         {
@@ -189,11 +214,19 @@ export const decideGeneration = (command: GenerationCommand, state: StoreView): 
       const staging = stagingOf(state, command.import_id)
       if (staging === undefined) return refuse("Invalid", `no import ${command.import_id} is staging`)
       if (staging.copy_done) return ok([])
-      const through = nextChunk(state, staging.from_gen, staging.copied_through, generationChunkBytesMax)
+      const keysMax = Math.min(command.keys_max ?? generationChunkKeysMax, generationChunkKeysMax)
+      const through = nextChunk(state, staging.from_gen, staging.copied_through, keysMax)
       if (through === undefined) return ok([{ _tag: "ImportCopyFinished", import_id: command.import_id }])
       const after = staging.copied_through
       return ok(
-        [{ _tag: "ImportCopied", import_id: command.import_id, ...(after !== undefined ? { after } : {}), through }],
+        [
+          {
+            _tag: "ImportCopiedMessages",
+            import_id: command.import_id,
+            ...(after !== undefined ? { after } : {}),
+            through,
+          },
+        ],
         false,
       )
     }
@@ -215,8 +248,6 @@ export const decideGeneration = (command: GenerationCommand, state: StoreView): 
       const staging = stagingOf(state, command.import_id)
       if (staging === undefined || !staging.copy_done)
         return refuse("Invalid", `no import ${command.import_id} is ready to commit`)
-      if (readStats(state, staging.from_gen).changes !== staging.base_changes)
-        return refuse("Busy", "the conversations changed during the import; nothing was imported")
       return ok([{ _tag: "ImportCommitted", import_id: command.import_id }])
     }
     case "AbortImport": {
@@ -228,7 +259,7 @@ export const decideGeneration = (command: GenerationCommand, state: StoreView): 
     case "DropChunk": {
       const current = readImportState(state)
       if (current?.phase !== "dropping") return ok([])
-      const through = nextChunk(state, current.gen, undefined, Number.POSITIVE_INFINITY)
+      const through = nextDropChunk(state, current.gen)
       if (through === undefined) return ok([{ _tag: "GenerationDropped", gen: current.gen }])
       return ok([{ _tag: "GenerationChunkDropped", gen: current.gen, through }], false)
     }
@@ -236,6 +267,24 @@ export const decideGeneration = (command: GenerationCommand, state: StoreView): 
 }
 
 const putImportState = (state: StoreWriter, next: ImportState) => state.put(importStateKey, next)
+
+/** The generation an import is staging, if any. */
+export const stagingGen = (state: StoreView): number | undefined => {
+  const staging = readImportState(state)
+  return staging?.phase === "staging" ? staging.to_gen : undefined
+}
+
+/**
+ * The staging generation a change of message `id` of `project` must be applied to as well (it is
+ * copied there already), if an import is staging.
+ */
+export const mirroredGen = (state: StoreView, project: string, id: string): number | undefined => {
+  const staging = readImportState(state)
+  if (staging?.phase !== "staging") return undefined
+  if (staging.copy_done) return staging.to_gen
+  const through = staging.copied_through
+  return through !== undefined && compareKeys(messageKeyInGen(project, id), through) <= 0 ? staging.to_gen : undefined
+}
 
 /** Applies a generation event. */
 export const applyGeneration = (event: GenerationEvent, state: StoreWriter): void => {
@@ -260,6 +309,20 @@ export const applyGeneration = (event: GenerationEvent, state: StoreWriter): voi
       const start = event.after === undefined ? from : `${from}${event.after}\u0000`
       for (const { key, value } of [...state.getRange({ start, end: `${from}${event.through}\u0000` })])
         state.put(`${to}${key.slice(from.length)}`, value)
+      putImportState(state, { ...staging, copied_through: event.through })
+      return
+    }
+    case "ImportCopiedMessages": {
+      const staging = stagingOf(state, event.import_id)
+      if (staging === undefined) return
+      const from = genPrefix(staging.from_gen)
+      const start = event.after === undefined ? allMessages(staging.from_gen).start : `${from}${event.after}\u0000`
+      for (const { value } of [...state.getRange({ start, end: `${from}${event.through}\u0000` })]) {
+        const stored = value as StoredMessage
+        const existing = readStored(state, staging.to_gen, stored.project, stored.message.message_id)
+        if (existing !== undefined) erase(state, staging.to_gen, existing)
+        insertStored(state, staging.to_gen, stored)
+      }
       putImportState(state, { ...staging, copied_through: event.through })
       return
     }

@@ -215,6 +215,23 @@ export const insertLive = (state: StoreWriter, gen: number, stored: StoredMessag
   recordChange(state, gen, project, message.message_id)
 }
 
+/** Stores a message as it is stored elsewhere, live or tombstone (its id must not be stored yet). */
+export const insertStored = (state: StoreWriter, gen: number, stored: StoredMessage): void => {
+  if (stored.deleted_at === undefined) {
+    insertLive(state, gen, stored)
+    return
+  }
+  const { project, message } = stored
+  state.put(messageKey(gen, project, message.message_id), stored)
+  state.put(tombstoneKey(gen, project, message.message_id), 1)
+  updateStats(state, gen, (stats) => ({
+    ...stats,
+    deleted: stats.deleted + 1,
+    dead_bytes: stats.dead_bytes + (stored.dead_bytes ?? 0),
+  }))
+  recordChange(state, gen, project, message.message_id)
+}
+
 /** Replaces a live message by its new revision (same id, session and role). */
 export const replaceLive = (state: StoreWriter, gen: number, previous: StoredMessage, message: Message): void => {
   const { project } = previous
