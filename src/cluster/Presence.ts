@@ -20,7 +20,7 @@ import { Effect, Layer, Option, Schedule } from "effect"
 import { Router } from "../actors/Router.ts"
 import { streamNameOf } from "../stores/JetStreamWal.ts"
 import { Nats } from "../stores/Nats.ts"
-import { ClusterPresence } from "./ClusterPresence.ts"
+import { ClusterPresence, type ClusterView, type DaemonView, type Heartbeat } from "./ClusterPresence.ts"
 
 /** How often a daemon says it is there. */
 export const heartbeatMs = 2_000
@@ -32,43 +32,6 @@ export const forgetAfterMs = 10 * 60_000
 const streamInfoCacheMs = 1_000
 /** Longest wait for one NATS request of the panel (the panel answers without it). */
 const requestTimeoutMs = 2_000
-
-/** One daemon's heartbeat, as stored in the bucket. */
-export interface Heartbeat {
-  readonly daemonId: string
-  readonly host: string
-  readonly pid: number
-  readonly startedAt: number
-  /** When this heartbeat was written (the writer's clock). */
-  readonly at: number
-  readonly stores: ReadonlyArray<{ readonly name: string; readonly position: number; readonly state: string }>
-}
-
-/** One daemon as the panel shows it. */
-export interface DaemonView extends Omit<Heartbeat, "stores"> {
-  readonly self: boolean
-  readonly live: boolean
-  /** Milliseconds since its last heartbeat arrived here (this daemon's clock, not the writer's). */
-  readonly silentMs: number
-  readonly stores: ReadonlyArray<{
-    readonly name: string
-    readonly position: number
-    readonly state: string
-    /** Batches of the stream it has not applied yet (unknown while the stream cannot be asked). */
-    readonly behind?: number
-  }>
-}
-
-/** The shared memory as the panel shows it. */
-export interface ClusterView {
-  readonly prefix: string
-  readonly servers: ReadonlyArray<string>
-  readonly connected: boolean
-  readonly server?: string
-  readonly lastError?: string
-  readonly self: string
-  readonly daemons: ReadonlyArray<DaemonView>
-}
 
 /** What a stopping daemon says last. */
 interface Goodbye {
