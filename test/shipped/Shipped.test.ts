@@ -14,6 +14,7 @@ import { dirname, join } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
+import { PNG } from "pngjs"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
 import { lacks, startNeovim, startXvfb } from "../editor/harness.ts"
 import {
@@ -89,6 +90,7 @@ interface Answer {
   readonly isError: boolean
   readonly text: string
   readonly json: unknown
+  readonly images: ReadonlyArray<{ readonly data: string; readonly mimeType: string }>
 }
 
 const call = async (client: Client, name: string, args: Record<string, unknown>): Promise<Answer> => {
@@ -100,7 +102,10 @@ const call = async (client: Client, name: string, args: Record<string, unknown>)
   } catch {
     json = undefined
   }
-  return { isError: raw.isError === true, text, json }
+  const images = (raw.content ?? []).flatMap((part) =>
+    part.type === "image" ? [{ data: part.data, mimeType: part.mimeType }] : [],
+  )
+  return { isError: raw.isError === true, text, json, images }
 }
 
 /** The first string under a key `key` in `value`, depth first. */
@@ -130,6 +135,8 @@ interface Step {
   readonly args: (ids: Ids) => Record<string, unknown>
   /** Keep `findString(answer, key ?? "id")` as `as`, or what `pattern`'s group matches in its text. */
   readonly keep?: { readonly as: string; readonly key?: string; readonly pattern?: RegExp }
+  /** What this call's answer must say, beyond succeeding (besides `expectations` for its tool). */
+  readonly expect?: (answer: Answer) => void
 }
 
 const id = (ids: Ids, name: string): string => {
@@ -247,16 +254,43 @@ const steps = (): ReadonlyArray<Step> => [
   { tool: "get_active_worktree_context", args: () => ({ path: workspace }) },
   { tool: "get_recent_logs", args: () => ({}) },
   { tool: "clipboard_write", args: () => ({ content: "copied from the tarball" }) },
-  { tool: "clipboard_read", args: () => ({ format: "text" }) },
+  {
+    tool: "clipboard_read",
+    args: () => ({ format: "text" }),
+    expect: (answer) => assert.include(answer.text, "copied from the tarball"),
+  },
+  {
+    tool: "clipboard_write",
+    args: () => ({ format: "image", rgba: Buffer.from(redSquare.data).toString("base64"), width: 8, height: 8 }),
+  },
+  {
+    tool: "clipboard_read",
+    args: () => ({ format: "image", encoding: "png" }),
+    expect: (answer) => {
+      assert.deepStrictEqual(
+        answer.images.map((image) => image.mimeType),
+        ["image/png"],
+      )
+      const png = PNG.sync.read(Buffer.from(answer.images[0]!.data, "base64"))
+      assert.deepStrictEqual(new Uint8Array(png.data), redSquare.data)
+    },
+  },
+  {
+    tool: "clipboard_read",
+    args: () => ({ format: "image", quality: 90 }),
+    expect: (answer) => assert.strictEqual(answer.images[0]?.mimeType, "image/jpeg"),
+  },
   { tool: "toggle_clipboard_watch_mode", args: () => ({ enabled: false }) },
 ]
+
+/** An 8×8 opaque red square, the image put on the clipboard. */
+const redSquare = { data: new Uint8Array(8 * 8 * 4).map((_, at) => (at % 4 === 0 || at % 4 === 3 ? 255 : 0)) }
 
 /** What some answers must say, beyond succeeding. */
 const expectations: Record<string, (answer: Answer) => void> = {
   read_file_skeleton: (answer) => assert.match(answer.text, /Square|greet/),
   nvim_execute_lua: (answer) => assert.include(answer.text, "42"),
   nvim_get_active_buffer: (answer) => assert.include(answer.text, "class Square"),
-  clipboard_read: (answer) => assert.include(answer.text, "copied from the tarball"),
 }
 
 /** Tools that need a display, where the machine has none (outside CI only). */
@@ -282,6 +316,7 @@ const callEveryTool = async (client: Client) => {
       continue
     }
     expectations[step.tool]?.(answer)
+    step.expect?.(answer)
     if (step.keep !== undefined) {
       const kept =
         step.keep.pattern !== undefined
