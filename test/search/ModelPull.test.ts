@@ -90,6 +90,20 @@ describe("model pull", () => {
     ),
   )
 
+  it.live("a server that ignores the range sends the whole file again, which replaces the partial one", () =>
+    withHub((hub) =>
+      Effect.gen(function* () {
+        const dataDir = tempDir("mnemos-pull-")
+        hub.cuts.set(modelPath, { afterBytes: 100, times: 1 })
+        hub.ranges.ignored = true
+        const pulled = yield* pull(dataDir, hub.url)
+        assert.deepStrictEqual(readFileSync(join(pulled.dir, "model.onnx")), files.get(modelPath))
+        const ranges = hub.requests.filter((request) => request.path.startsWith("/cdn/")).map((r) => r.range)
+        assert.deepStrictEqual(ranges, [undefined, "bytes=100-"])
+      }),
+    ),
+  )
+
   it.live("a run that gives up leaves its partial file outside the model directory; the next run continues it", () =>
     withHub((hub) =>
       Effect.gen(function* () {

@@ -22,6 +22,8 @@ export interface LoopbackHub {
   readonly files: Map<string, Buffer>
   /** Cut the next `times` transfers of this repository path after `afterBytes` bytes of the body. */
   readonly cuts: Map<string, { afterBytes: number; times: number }>
+  /** Answer every request with the whole file (200), as a server without Range support does. */
+  readonly ranges: { ignored: boolean }
   readonly close: () => Promise<void>
 }
 
@@ -52,6 +54,7 @@ export const startHub = (files: ReadonlyMap<string, Buffer>): Promise<LoopbackHu
   const served = new Map(files)
   const cuts = new Map<string, { afterBytes: number; times: number }>()
   const requests: Array<HubRequest> = []
+  const ranges = { ignored: false }
   const server: Server = createServer((request, response) => {
     const url = request.url ?? "/"
     requests.push({ path: url, range: request.headers.range })
@@ -66,7 +69,7 @@ export const startHub = (files: ReadonlyMap<string, Buffer>): Promise<LoopbackHu
       response.writeHead(404)
       return response.end("Entry not found")
     }
-    const start = Number(/^bytes=(\d+)-$/.exec(request.headers.range ?? "")?.[1] ?? 0)
+    const start = ranges.ignored ? 0 : Number(/^bytes=(\d+)-$/.exec(request.headers.range ?? "")?.[1] ?? 0)
     if (start >= body.length && start > 0) {
       response.writeHead(416, { "content-range": `bytes */${body.length}` })
       return response.end()
@@ -88,6 +91,7 @@ export const startHub = (files: ReadonlyMap<string, Buffer>): Promise<LoopbackHu
         requests,
         files: served,
         cuts,
+        ranges,
         close: () =>
           new Promise<void>((done) => {
             server.closeAllConnections()
