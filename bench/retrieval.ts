@@ -11,18 +11,23 @@
  *
  * Beside the default, the same run measures each idea on its own (hybrid mode): fusion without
  * alignment, and (not with --quick: each needs a model build of ≈ 20 s) the model before this
- * work (raw GloVe vectors), raw vectors with alignment, and vectors retrofitted to WordNet.
+ * work (raw GloVe vectors), raw vectors with alignment, and vectors retrofitted to WordNet. Every
+ * model pulled into the data directory's models folder (`mnemos model pull`; the data directory
+ * `serve` would use) is measured beside them, so a user sees what a sentence model gains here.
  */
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { resolveDefaultModel } from "../src/search/Embedder.ts"
+import { pulledModelDirs } from "../src/search/ModelFolder.ts"
 import type { SearchMode } from "../src/search/Ranking.ts"
 import { defaultRetrofitOptions } from "../src/search/Retrofit.ts"
 import { SearchIndex } from "../src/search/SearchIndex.ts"
 import { loadStaticModel, readStaticModelFiles } from "../src/search/StaticModel.ts"
 import { buildStaticModel, type StaticModelBuildOptions } from "../src/search/StaticModelBuild.ts"
 import { loadTermAligner } from "../src/search/TermAlignment.ts"
+import { loadTransformerModel } from "../src/search/TransformerModel.ts"
+import { resolveDataDir } from "../src/stores/DataDir.ts"
 import {
   type LabelledQuery,
   loadRetrievalSet,
@@ -57,6 +62,8 @@ const groups: ReadonlyArray<readonly [string, (query: LabelledQuery, shared: num
 interface Variant {
   readonly name: string
   readonly build?: Omit<StaticModelBuildOptions, "outDir">
+  /** A transformer model's directory (a pulled model) instead of a static model. */
+  readonly transformerDir?: string
   readonly align: boolean
 }
 
@@ -74,6 +81,26 @@ const variants: ReadonlyArray<Variant & { readonly full?: true }> = [
   },
 ]
 
+/** The encoder of `variant` (building its static model into `built` first), and its term aligner. */
+const encoderOf = async (variant: Variant, built: string | undefined) => {
+  // A transformer has no term aligner (as in serve: alignment needs the static model's vocabulary).
+  if (variant.transformerDir !== undefined)
+    return { encoder: await loadTransformerModel(variant.transformerDir), aligner: undefined }
+  const dir = built ?? resolveDefaultModel(undefined)
+  if (built !== undefined) buildStaticModel({ ...variant.build, outDir: built })
+  const files = readStaticModelFiles(dir)
+  const encoder = await loadStaticModel(dir, files)
+  return { encoder, aligner: variant.align ? loadTermAligner(dir, files.vocabulary) : undefined }
+}
+
+/** The models pulled into the models folder of the data directory serve would use. */
+const pulledVariants = (): ReadonlyArray<Variant> =>
+  pulledModelDirs(resolveDataDir(undefined).path).map(({ name, dir }) => ({
+    name: `pulled model ${name}, fusion only`,
+    transformerDir: dir,
+    align: false,
+  }))
+
 type Metrics = { n: number; hits1: number; hits5: number; mrr: number }
 
 /** Runs every query of `queries` in every mode of `runModes` against `variant`. */
@@ -87,11 +114,7 @@ const measure = async (
   const now = Date.now()
   const built = variant.build === undefined ? undefined : mkdtempSync(join(tmpdir(), "mnemos-retrieval-"))
   try {
-    const dir = built ?? resolveDefaultModel(undefined)
-    if (built !== undefined) buildStaticModel({ ...variant.build, outDir: built })
-    const files = readStaticModelFiles(dir)
-    const encoder = await loadStaticModel(dir, files)
-    const aligner = variant.align ? loadTermAligner(dir, files.vocabulary) : undefined
+    const { encoder, aligner } = await encoderOf(variant, built)
     const index = new SearchIndex()
     for (const document of set.documents)
       for (const pending of index.replaceGroup(document.store, document.id, [document])) {
@@ -170,7 +193,8 @@ export const suite: BenchSuite = {
       }),
     )
     const compared: Array<{ name: string; metrics: typeof metrics }> = []
-    for (const variant of variants) {
+    const pulled = pulledVariants()
+    for (const variant of [...variants, ...pulled] as ReadonlyArray<Variant & { readonly full?: true }>) {
       if (variant === defaultVariant) compared.push({ name: variant.name, metrics })
       else if (!quick || variant.full !== true)
         compared.push({ name: variant.name, metrics: await measure(variant, set, queries, ["hybrid"]) })
@@ -244,6 +268,9 @@ export const suite: BenchSuite = {
       ],
       notes: [
         ...reported.map(targets),
+        pulled.length > 0
+          ? `pulled models measured: ${pulled.map((variant) => variant.transformerDir).join(", ")}`
+          : `no pulled model in ${resolveDataDir(undefined).path}/models (\`mnemos model pull\` adds one to this comparison)`,
         `hybrid misses on the tune split (target not first): ${misses.length}`,
         ...misses.map((line) => `  ${line}`),
       ],

@@ -42,6 +42,7 @@ const subcommands = [
   ["compact", async () => [(await import("./cli/CompactCommand.ts")).compactCommand]],
   ["cluster", async () => [(await import("./cli/ClusterCommands.ts")).clusterCommand]],
   ["config", async () => [(await import("./cli/ConfigCommand.ts")).configCommand]],
+  ["model", async () => [(await import("./cli/ModelCommands.ts")).modelCommand]],
 ] as const
 
 type Subcommand = Awaited<ReturnType<(typeof subcommands)[number][1]>>[number]

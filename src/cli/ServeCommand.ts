@@ -63,10 +63,10 @@ export const nvimAllowLuaFlag = Flag.Boolean("nvim-allow-lua").pipe(
   Flag.withDefault(false),
 )
 
-/** `--model DIR`: a local sentence model to embed with instead of the built-in GloVe model. */
+/** `--model DIR`: a local sentence model to embed with instead of the chosen or built-in one. */
 export const modelFlag = Flag.String("model").pipe(
   Flag.withDescription(
-    "A local sentence model directory to embed with (model.onnx + tokenizer.json, e.g. all-MiniLM-L6-v2); default: the built-in GloVe model, or $MNEMOS_MODEL",
+    "A local sentence model directory to embed with (model.onnx + tokenizer.json, e.g. all-MiniLM-L6-v2); default: $MNEMOS_MODEL, else the model chosen with `mnemos model use`, else the built-in GloVe model",
   ),
   Flag.optional,
 )

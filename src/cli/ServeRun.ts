@@ -8,6 +8,7 @@ import { Console, Effect, Layer, Option, Schema } from "effect"
 import * as Engine from "../Engine.ts"
 import * as EditorServices from "../editor/EditorServices.ts"
 import { encoderConfigOf } from "../search/EncoderLoader.ts"
+import { chosenModel, modelDirOf } from "../search/ModelFolder.ts"
 import { resolveDataDir } from "../stores/DataDir.ts"
 import { defaultToolsets, toolsets as knownToolsets, selectTools } from "../tools/Catalogue.ts"
 import { ping } from "../transports/Daemon.ts"
@@ -31,13 +32,20 @@ export interface ServeOptions extends NatsFlags {
 /** `mnemos serve` cannot start as asked (an unknown toolset, a directory without a model). */
 export class ServeFailed extends Schema.TaggedError<ServeFailed>()("ServeFailed", { message: Schema.String }) {}
 
-/** The embedding model of `--model` or $MNEMOS_MODEL (the built-in one without either). */
-const modelOf = (flag: Option.Option<string>) => {
+/**
+ * The embedding model: `--model DIR`, else $MNEMOS_MODEL, else the one `mnemos model use` chose in
+ * the data directory's models folder, else the built-in one.
+ */
+const modelOf = (flag: Option.Option<string>, dataDir: string) => {
   const dir = Option.getOrUndefined(flag) ?? process.env.MNEMOS_MODEL
-  if (dir === undefined || dir === "") return Effect.succeed(undefined)
+  const chosen = dir === undefined || dir === "" ? chosenModel(dataDir) : undefined
+  if ((dir === undefined || dir === "") && chosen === undefined) return Effect.succeed(undefined)
   return Effect.try({
-    try: () => encoderConfigOf(resolve(dir)),
-    catch: (error) => new ServeFailed({ message: error instanceof Error ? error.message : String(error) }),
+    try: () => encoderConfigOf(chosen !== undefined ? modelDirOf(dataDir, chosen) : resolve(dir!)),
+    catch: (error) =>
+      new ServeFailed({
+        message: `${error instanceof Error ? error.message : String(error)}${chosen !== undefined ? ` (the model chosen with \`mnemos model use ${chosen}\`; pull it again, or \`mnemos model use builtin\`)` : ""}`,
+      }),
   })
 }
 
@@ -77,7 +85,7 @@ export const serve = Effect.fn(function* ({
 }: ServeOptions) {
   const location = resolveDataDir(Option.getOrUndefined(dataDir))
   const tools = yield* toolsOf(toolsets)
-  const encoder = yield* modelOf(model)
+  const encoder = yield* modelOf(model, location.path)
   const shared = yield* sharedMemoryFor(natsFlags, location.path)
   const nats = shared?.settings
   if (!stdio) {

@@ -1,5 +1,5 @@
 /**
- * The system clipboard, text and HTML, through the platform's clipboard tools: `wl-copy` and
+ * The system clipboard, text, HTML, file lists and images (Linux), through the platform's clipboard tools: `wl-copy` and
  * `wl-paste` on Wayland, `xclip` on X11, `pbcopy`/`pbpaste` (and `osascript` for HTML) on macOS.
  * Without one, a clear error names the tool to install.
  *
@@ -8,7 +8,8 @@
  * and Wayland clipboards are owned by a process: `xclip -i` and `wl-copy` fork a child that
  * serves the new content until something else takes the clipboard, and that child keeps our
  * pipes open, so a write is done when the tool itself exits, not when its pipes close. Each
- * command has a timeout; reads and writes are bounded by `clipboardBytesMax`.
+ * command has a timeout; reads and writes are bounded by `clipboardBytesMax` (text) and
+ * `clipboardImageBytesMax` (encoded images; pixels are ClipboardImage.ts's business).
  */
 import { execFile, spawn } from "node:child_process"
 import { accessSync, constants } from "node:fs"
@@ -18,6 +19,8 @@ import { Context, Effect, Schema } from "effect"
 
 /** Largest clipboard content read or written. */
 export const clipboardBytesMax = 1024 * 1024
+/** Largest encoded image (PNG or JPEG) read from or written to the clipboard. */
+export const clipboardImageBytesMax = 8 * 1024 * 1024
 /** How long one clipboard command may run. */
 export const clipboardTimeoutMs = 5_000
 
@@ -62,7 +65,7 @@ export const ClipboardHost = Context.Reference<ClipboardHostInfo>("mnemos/editor
 
 /** Why the clipboard could not be read or written. */
 export class ClipboardError extends Schema.TaggedError<ClipboardError>()("ClipboardError", {
-  reason: Schema.Literals(["NoTool", "Empty", "TooLarge", "Timeout", "Failed"]),
+  reason: Schema.Literals(["NoTool", "Empty", "TooLarge", "Timeout", "Failed", "BadImage"]),
   message: Schema.String,
 }) {}
 
@@ -83,6 +86,11 @@ export interface ClipboardBackend {
    * format (xclip serves its content under every target it is asked for).
    */
   readonly targets?: Command
+  /** Lists the types on offer, one per line (Linux); images are read in the first type it offers. */
+  readonly types?: Command
+  /** Reads and writes content of a MIME type as bytes (Linux). */
+  readonly readType?: (mimeType: string) => Command
+  readonly writeType?: (mimeType: string) => Command
 }
 
 /** X11 targets that carry plain text. */
@@ -101,7 +109,12 @@ const wayland: ClipboardBackend = {
     args: ["--type", mimeOf(format)],
     input: content,
   }),
+  types: { command: "wl-paste", args: ["--list-types"] },
+  readType: (mimeType) => ({ command: "wl-paste", args: ["--no-newline", "--type", mimeType] }),
+  writeType: (mimeType) => ({ command: "wl-copy", args: ["--type", mimeType] }),
 }
+
+const xclipTargets: Command = { command: "xclip", args: ["-selection", "clipboard", "-o", "-t", "TARGETS"] }
 
 const xclip: ClipboardBackend = {
   name: "xclip",
@@ -114,7 +127,10 @@ const xclip: ClipboardBackend = {
     args: ["-selection", "clipboard", "-i", ...(format === "text" ? [] : ["-t", mimeOf(format)])],
     input: content,
   }),
-  targets: { command: "xclip", args: ["-selection", "clipboard", "-o", "-t", "TARGETS"] },
+  targets: xclipTargets,
+  types: xclipTargets,
+  readType: (mimeType) => ({ command: "xclip", args: ["-selection", "clipboard", "-o", "-t", mimeType] }),
+  writeType: (mimeType) => ({ command: "xclip", args: ["-selection", "clipboard", "-i", "-t", mimeType] }),
 }
 
 const macos: ClipboardBackend = {
@@ -189,28 +205,35 @@ const backendFor = Effect.gen(function* () {
 
 const emptyMessages = /not available|no selection|nothing is copied|no suitable type|does not contain|can't convert/i
 
-const noContent = (format: ClipboardFormat, detail: string) =>
-  new ClipboardError({
-    reason: "Empty",
-    message: `the clipboard holds no ${format === "html" ? "HTML" : format === "files" ? "file list" : "text"} (${detail})`,
-  })
+/** What a format is called in messages. */
+const nameOf = (format: ClipboardFormat | "image") =>
+  format === "html" ? "HTML" : format === "files" ? "file list" : format === "image" ? "image" : "text"
 
-/** Runs a reading command; its output, or why there is none. */
-const runRead = (host: ClipboardHostInfo, { command, args }: Command, format: ClipboardFormat) =>
-  Effect.callback<string, ClipboardError>((resume) => {
+const noContent = (format: ClipboardFormat | "image", detail: string) =>
+  new ClipboardError({ reason: "Empty", message: `the clipboard holds no ${nameOf(format)} (${detail})` })
+
+/** Runs a reading command; its output (text, or bytes with `encoding: "buffer"`), or why there is none. */
+const runRead = <Encoding extends "utf8" | "buffer" = "utf8">(
+  host: ClipboardHostInfo,
+  { command, args }: Command,
+  format: ClipboardFormat | "image",
+  options: { readonly encoding?: Encoding; readonly bytesMax?: number } = {},
+) =>
+  Effect.callback<Encoding extends "buffer" ? Buffer : string, ClipboardError>((resume) => {
+    const bytesMax = options.bytesMax ?? clipboardBytesMax
     const child = execFile(
       command,
       [...args],
-      { env: host.env, timeout: clipboardTimeoutMs, maxBuffer: clipboardBytesMax, encoding: "utf8" },
+      { env: host.env, timeout: clipboardTimeoutMs, maxBuffer: bytesMax, encoding: options.encoding ?? "utf8" },
       (error, stdout, stderr) => {
-        if (error === null) return resume(Effect.succeed(stdout))
-        const detail = stderr.trim() || error.message
+        if (error === null) return resume(Effect.succeed(stdout as Encoding extends "buffer" ? Buffer : string))
+        const detail = stderr.toString().trim() || error.message
         if ((error as { code?: unknown }).code === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER")
           return resume(
             Effect.fail(
               new ClipboardError({
                 reason: "TooLarge",
-                message: `the clipboard holds more than ${clipboardBytesMax} bytes`,
+                message: `the clipboard holds more than ${bytesMax} bytes`,
               }),
             ),
           )
@@ -230,6 +253,17 @@ const runRead = (host: ClipboardHostInfo, { command, args }: Command, format: Cl
     return Effect.sync(() => void child.kill())
   })
 
+/** The types the clipboard offers, as `types` lists them. */
+const offeredTypes = (host: ClipboardHostInfo, command: Command, format: ClipboardFormat | "image") =>
+  runRead(host, command, format).pipe(
+    Effect.map((listed) =>
+      listed
+        .split("\n")
+        .map((target) => target.trim())
+        .filter((target) => target !== ""),
+    ),
+  )
+
 /** What the clipboard holds, as `format`. */
 export const readClipboard = (
   format: ClipboardFormat,
@@ -238,16 +272,58 @@ export const readClipboard = (
     const { backend, host } = yield* backendFor
     if (format === "files" && backend.name === "pbcopy") return yield* noFileLists
     if (backend.targets !== undefined) {
-      const listed = yield* runRead(host, backend.targets, format)
-      const targets = listed
-        .split("\n")
-        .map((target) => target.trim())
-        .filter((target) => target !== "")
+      const targets = yield* offeredTypes(host, backend.targets, format)
       if (!offers(format, targets)) return yield* noContent(format, `it offers ${targets.join(", ") || "nothing"}`)
     }
     const read = backend.read(format)
     const output = yield* runRead(host, read, format)
     return { content: backend.decode?.(format, output) ?? output, tool: read.command }
+  })
+
+/** Runs a writing command with `input` on its standard input; done when the tool exits. */
+const runWrite = (host: ClipboardHostInfo, { command, args }: Command, input: string | Buffer) =>
+  Effect.callback<void, ClipboardError>((resume) => {
+    const child = spawn(command, [...args], { env: host.env, stdio: ["pipe", "ignore", "pipe"] })
+    let stderr = ""
+    child.stderr.setEncoding("utf8")
+    child.stderr.on("data", (chunk: string) => {
+      if (stderr.length < 4096) stderr += chunk
+    })
+    const timer = setTimeout(() => {
+      child.kill()
+      resume(
+        Effect.fail(
+          new ClipboardError({
+            reason: "Timeout",
+            message: `${command} did not finish within ${clipboardTimeoutMs} ms`,
+          }),
+        ),
+      )
+    }, clipboardTimeoutMs)
+    child.once("error", (error) => {
+      clearTimeout(timer)
+      resume(Effect.fail(new ClipboardError({ reason: "Failed", message: `cannot run ${command}: ${error.message}` })))
+    })
+    // "exit", not "close": the forked owner of the selection keeps our stderr pipe open.
+    child.once("exit", (code, signal) => {
+      clearTimeout(timer)
+      child.stderr.destroy()
+      if (code === 0) return resume(Effect.void)
+      resume(
+        Effect.fail(
+          new ClipboardError({
+            reason: "Failed",
+            message: `${command} failed (${signal ?? `exit ${code}`}): ${stderr.trim() || "no message"}`,
+          }),
+        ),
+      )
+    })
+    child.stdin.on("error", () => undefined) // a tool that exits early; its exit code says why
+    child.stdin.end(input)
+    return Effect.sync(() => {
+      clearTimeout(timer)
+      child.kill()
+    })
   })
 
 /** Puts `content` on the clipboard as `format`. */
@@ -265,50 +341,50 @@ export const writeClipboard = (
     const { backend, host } = yield* backendFor
     if (format === "files" && backend.name === "pbcopy") return yield* noFileLists
     const { command, args, input } = backend.write(format, content)
-    yield* Effect.callback<void, ClipboardError>((resume) => {
-      const child = spawn(command, [...args], { env: host.env, stdio: ["pipe", "ignore", "pipe"] })
-      let stderr = ""
-      child.stderr.setEncoding("utf8")
-      child.stderr.on("data", (chunk: string) => {
-        if (stderr.length < 4096) stderr += chunk
-      })
-      const timer = setTimeout(() => {
-        child.kill()
-        resume(
-          Effect.fail(
-            new ClipboardError({
-              reason: "Timeout",
-              message: `${command} did not finish within ${clipboardTimeoutMs} ms`,
-            }),
-          ),
-        )
-      }, clipboardTimeoutMs)
-      child.once("error", (error) => {
-        clearTimeout(timer)
-        resume(
-          Effect.fail(new ClipboardError({ reason: "Failed", message: `cannot run ${command}: ${error.message}` })),
-        )
-      })
-      // "exit", not "close": the forked owner of the selection keeps our stderr pipe open.
-      child.once("exit", (code, signal) => {
-        clearTimeout(timer)
-        child.stderr.destroy()
-        if (code === 0) return resume(Effect.void)
-        resume(
-          Effect.fail(
-            new ClipboardError({
-              reason: "Failed",
-              message: `${command} failed (${signal ?? `exit ${code}`}): ${stderr.trim() || "no message"}`,
-            }),
-          ),
-        )
-      })
-      child.stdin.on("error", () => undefined) // a tool that exits early; its exit code says why
-      child.stdin.end(input)
-      return Effect.sync(() => {
-        clearTimeout(timer)
-        child.kill()
-      })
-    })
+    yield* runWrite(host, { command, args }, input)
     return { bytes, tool: command }
+  })
+
+const noImages = new ClipboardError({
+  reason: "NoTool",
+  message:
+    "clipboard images need wl-clipboard or xclip on Linux; macOS's clipboard tools (pbcopy, pbpaste) carry text only",
+})
+
+/** The image types read from the clipboard, the first offered first. */
+export const clipboardImageTypes = ["image/png", "image/jpeg"] as const
+
+/** The image the clipboard holds, as the PNG or JPEG bytes it offers (PNG preferred). */
+export const readClipboardImage = (): Effect.Effect<
+  { readonly bytes: Buffer; readonly mimeType: (typeof clipboardImageTypes)[number]; readonly tool: string },
+  ClipboardError
+> =>
+  Effect.gen(function* () {
+    const { backend, host } = yield* backendFor
+    if (backend.types === undefined || backend.readType === undefined) return yield* noImages
+    const offered = yield* offeredTypes(host, backend.types, "image")
+    const mimeType = clipboardImageTypes.find((type) => offered.includes(type))
+    if (mimeType === undefined)
+      return yield* noContent("image", `it offers ${offered.join(", ") || "nothing"}; images are read as PNG or JPEG`)
+    const read = backend.readType(mimeType)
+    const bytes = yield* runRead(host, read, "image", { encoding: "buffer", bytesMax: clipboardImageBytesMax })
+    return { bytes, mimeType, tool: read.command }
+  })
+
+/** Puts encoded image `bytes` on the clipboard as `mimeType`. */
+export const writeClipboardImage = (
+  bytes: Buffer,
+  mimeType: string,
+): Effect.Effect<{ readonly bytes: number; readonly tool: string }, ClipboardError> =>
+  Effect.gen(function* () {
+    if (bytes.length > clipboardImageBytesMax)
+      return yield* new ClipboardError({
+        reason: "TooLarge",
+        message: `a ${bytes.length}-byte image is more than the ${clipboardImageBytesMax} bytes the clipboard tools accept`,
+      })
+    const { backend, host } = yield* backendFor
+    if (backend.writeType === undefined) return yield* noImages
+    const write = backend.writeType(mimeType)
+    yield* runWrite(host, write, bytes)
+    return { bytes: bytes.length, tool: write.command }
   })

@@ -12,6 +12,10 @@
  * The model loads on the first need (a document to embed, a search by meaning); if it is not up
  * within `modelWaitMs` (a first-run build), documents wait for it in `deferred` and are found by
  * words meanwhile; `tick` embeds them once it is, and grows the ANN index in small steps.
+ *
+ * A start with another model than the vectors were made with (`mnemos model use`, `--model`)
+ * drops them and re-embeds every document in the background (`embedMissing`, `reembedding` in the
+ * stats): searches are answered throughout, by words, and by meaning for what is re-embedded.
  */
 import { Clock, Duration, Effect, Semaphore } from "effect"
 import { Embedder, type EmbedderStatus } from "./Embedder.ts"
@@ -60,6 +64,18 @@ export interface CoreStats {
   readonly storageBytes: number
   /** Per store, the last sequence the index reflects. */
   readonly seqs: Readonly<Record<string, number>>
+  /** Set when this start found vectors of another model: how far re-embedding everything has got. */
+  readonly reembedding?: Reembedding
+}
+
+/** Re-embedding every document after a model change (`mnemos model use`, `--model`). */
+export interface Reembedding {
+  readonly from: string
+  readonly to: string
+  /** Documents embedded so far, of `total` (those without a vector when it began). */
+  readonly done: number
+  readonly total: number
+  readonly finished: boolean
 }
 
 /** How the core is set up. */
@@ -92,6 +108,8 @@ export const makeIndexCore = (config: CoreConfig) =>
       seqs.set(store, seq)
       persistence.setSeq(store, seq)
     }
+    /** The model change this start found, and the progress of re-embedding after it. */
+    let reembedding: Reembedding | undefined
     /** Documents waiting for the model to load (by id: the latest content wins). */
     const deferred = new Map<string, PendingEmbedding>()
 
@@ -193,7 +211,10 @@ export const makeIndexCore = (config: CoreConfig) =>
      */
     const load = Effect.gen(function* () {
       const modelId = yield* embedder.modelId
-      const modelChanged = modelId !== undefined && persistence.modelId() !== modelId
+      const previousModelId = persistence.modelId()
+      const modelChanged = modelId !== undefined && previousModelId !== modelId
+      if (modelChanged && previousModelId !== undefined)
+        reembedding = { from: previousModelId, to: modelId, done: 0, total: 0, finished: false }
       if (modelChanged) yield* Effect.promise(() => persistence.clearVectors())
       if (modelId !== undefined) persistence.setModelId(modelId)
       const persistedSeqs: Record<string, number> = {}
@@ -245,8 +266,14 @@ export const makeIndexCore = (config: CoreConfig) =>
     /** Embeds every document still without a vector, in chunks (the end of warm-up). */
     const embedMissing = Effect.gen(function* () {
       const missing = yield* locked(Effect.sync(() => index.missingVectors()))
+      const progress = (done: number) => {
+        if (reembedding !== undefined && !reembedding.finished)
+          reembedding = { ...reembedding, done, total: missing.length, finished: done === missing.length }
+      }
+      progress(0)
       for (let start = 0; start < missing.length; start += embedChunkTexts * 4) {
         yield* locked(embed(missing.slice(start, start + embedChunkTexts * 4)))
+        progress(Math.min(missing.length, start + embedChunkTexts * 4))
         yield* Effect.yieldNow
       }
     })
@@ -290,6 +317,7 @@ export const makeIndexCore = (config: CoreConfig) =>
       index: index.stats(),
       storageBytes: persistence.sizeBytes(),
       seqs: Object.fromEntries(seqs),
+      ...(reembedding !== undefined ? { reembedding } : {}),
     })
 
     return {

@@ -25,7 +25,7 @@ import { type CommittedEvent, EventBus, isDomainEvent } from "../actors/EventBus
 import { Router } from "../actors/Router.ts"
 import type { StoreView } from "../stores/Checkpoint.ts"
 import type { EmbedderConfig, EmbedderStatus } from "./Embedder.ts"
-import type { CoreStats, SearchRequest } from "./IndexCore.ts"
+import type { CoreStats, Reembedding, SearchRequest } from "./IndexCore.ts"
 import type { SearchHit } from "./Ranking.ts"
 import type { AnySearchSource, GroupDocuments, SearchDocument } from "./SearchDocument.ts"
 import type { IndexStats, Timeline } from "./SearchIndex.ts"
@@ -62,6 +62,8 @@ export interface SearchHealth {
   readonly embedder: EmbedderStatus
   readonly index: IndexStats
   readonly storageBytes: number
+  /** Re-embedding after a model change, while it runs and once finished (until the next start). */
+  readonly reembedding?: Reembedding
   /** Where the index lives: its own worker thread, the daemon's main thread, or nowhere yet (started on first need). */
   readonly thread: "worker" | "main" | "not started"
 }
@@ -433,6 +435,7 @@ export const makeIndexer = (config: IndexerConfig) =>
         embedder: core.embedder,
         index: core.index,
         storageBytes: core.storageBytes,
+        ...(core.reembedding !== undefined ? { reembedding: core.reembedding } : {}),
         thread: thread === undefined ? "not started" : onWorker ? "worker" : "main",
       } satisfies SearchHealth
     })

@@ -240,9 +240,12 @@ export const startSession = (
         ),
       )
       if (Exit.isSuccess(exit)) {
-        const { structured, text } = exit.value
+        const { structured, text, images = [] } = exit.value
         return {
-          content: [{ type: "text", text: text ?? JSON.stringify(structured, null, 2) }],
+          content: [
+            { type: "text", text: text ?? JSON.stringify(structured, null, 2) },
+            ...images.map((image) => ({ type: "image" as const, data: image.data, mimeType: image.mimeType })),
+          ],
           structuredContent: structured,
         }
       }

@@ -331,6 +331,11 @@ export const formatStats = (health: SearchHealth) =>
     `- **Storage Size**: ${(health.storageBytes / 1024 / 1024).toFixed(2)} MB`,
     `- **Index**: ${health.state}, ${health.lagEvents} events behind, ${health.pendingEmbeddings} embeddings pending`,
     `- **Model**: ${health.embedder.state === "ready" ? `${health.embedder.modelId} (${health.embedder.dimensions}-d)` : health.embedder.state}`,
+    ...(health.reembedding !== undefined
+      ? [
+          `- **Re-embedding**: ${health.reembedding.finished ? "done" : "in progress"}, ${health.reembedding.done} of ${health.reembedding.total} documents (${health.reembedding.from} → ${health.reembedding.to})`,
+        ]
+      : []),
     `- **By store**: ${
       Object.entries(health.index.byStore)
         .map(([store, count]) => `${store} ${count}`)

@@ -76,6 +76,8 @@ export interface ToolOutput {
   readonly structured: Record<string, unknown>
   /** The text content; defaults to `JSON.stringify(structured, null, 2)`. */
   readonly text?: string
+  /** Image content after the text (MCP `type: "image"`), e.g. what `clipboard_read` found. */
+  readonly images?: ReadonlyArray<{ readonly data: string; readonly mimeType: string }>
 }
 
 /** Who is calling, and in which project. */

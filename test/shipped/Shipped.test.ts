@@ -9,13 +9,18 @@
  * under a virtual X server. A tool added without a call here fails the test.
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process"
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
+import { Effect } from "effect"
+import { PNG } from "pngjs"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
+import { builtinCatalogue, defaultModelName, fileUrl } from "../../src/search/ModelCatalogue.ts"
+import { modelDirOf, pullModel } from "../../src/search/ModelFolder.ts"
 import { lacks, startNeovim, startXvfb } from "../editor/harness.ts"
+import { closedPort, startHub, tinyModel } from "../search/hubServer.ts"
 import {
   cleanup,
   connectClient,
@@ -89,6 +94,7 @@ interface Answer {
   readonly isError: boolean
   readonly text: string
   readonly json: unknown
+  readonly images: ReadonlyArray<{ readonly data: string; readonly mimeType: string }>
 }
 
 const call = async (client: Client, name: string, args: Record<string, unknown>): Promise<Answer> => {
@@ -100,7 +106,10 @@ const call = async (client: Client, name: string, args: Record<string, unknown>)
   } catch {
     json = undefined
   }
-  return { isError: raw.isError === true, text, json }
+  const images = (raw.content ?? []).flatMap((part) =>
+    part.type === "image" ? [{ data: part.data, mimeType: part.mimeType }] : [],
+  )
+  return { isError: raw.isError === true, text, json, images }
 }
 
 /** The first string under a key `key` in `value`, depth first. */
@@ -130,6 +139,8 @@ interface Step {
   readonly args: (ids: Ids) => Record<string, unknown>
   /** Keep `findString(answer, key ?? "id")` as `as`, or what `pattern`'s group matches in its text. */
   readonly keep?: { readonly as: string; readonly key?: string; readonly pattern?: RegExp }
+  /** What this call's answer must say, beyond succeeding (besides `expectations` for its tool). */
+  readonly expect?: (answer: Answer) => void
 }
 
 const id = (ids: Ids, name: string): string => {
@@ -247,16 +258,43 @@ const steps = (): ReadonlyArray<Step> => [
   { tool: "get_active_worktree_context", args: () => ({ path: workspace }) },
   { tool: "get_recent_logs", args: () => ({}) },
   { tool: "clipboard_write", args: () => ({ content: "copied from the tarball" }) },
-  { tool: "clipboard_read", args: () => ({ format: "text" }) },
+  {
+    tool: "clipboard_read",
+    args: () => ({ format: "text" }),
+    expect: (answer) => assert.include(answer.text, "copied from the tarball"),
+  },
+  {
+    tool: "clipboard_write",
+    args: () => ({ format: "image", rgba: Buffer.from(redSquare.data).toString("base64"), width: 8, height: 8 }),
+  },
+  {
+    tool: "clipboard_read",
+    args: () => ({ format: "image", encoding: "png" }),
+    expect: (answer) => {
+      assert.deepStrictEqual(
+        answer.images.map((image) => image.mimeType),
+        ["image/png"],
+      )
+      const png = PNG.sync.read(Buffer.from(answer.images[0]!.data, "base64"))
+      assert.deepStrictEqual(new Uint8Array(png.data), redSquare.data)
+    },
+  },
+  {
+    tool: "clipboard_read",
+    args: () => ({ format: "image", quality: 90 }),
+    expect: (answer) => assert.strictEqual(answer.images[0]?.mimeType, "image/jpeg"),
+  },
   { tool: "toggle_clipboard_watch_mode", args: () => ({ enabled: false }) },
 ]
+
+/** An 8×8 opaque red square, the image put on the clipboard. */
+const redSquare = { data: new Uint8Array(8 * 8 * 4).map((_, at) => (at % 4 === 0 || at % 4 === 3 ? 255 : 0)) }
 
 /** What some answers must say, beyond succeeding. */
 const expectations: Record<string, (answer: Answer) => void> = {
   read_file_skeleton: (answer) => assert.match(answer.text, /Square|greet/),
   nvim_execute_lua: (answer) => assert.include(answer.text, "42"),
   nvim_get_active_buffer: (answer) => assert.include(answer.text, "class Square"),
-  clipboard_read: (answer) => assert.include(answer.text, "copied from the tarball"),
 }
 
 /** Tools that need a display, where the machine has none (outside CI only). */
@@ -282,6 +320,7 @@ const callEveryTool = async (client: Client) => {
       continue
     }
     expectations[step.tool]?.(answer)
+    step.expect?.(answer)
     if (step.keep !== undefined) {
       const kept =
         step.keep.pattern !== undefined
@@ -411,6 +450,59 @@ describe(`the installed product on Node ${productNodeVersion}`, () => {
     const text =
       answer!.result!.content[0]!.type === "text" ? (answer!.result!.content[0] as { text: string }).text : ""
     assert.include(text, "NOT_FOUND")
+  })
+
+  it("model: list, an offline pull, a pull of bytes that are not the pinned ones, use and remove", async () => {
+    const dataDir = tempDir("mnemos-shipped-model-")
+    const listed = await runProduct(["model", "list", "--data-dir", dataDir])
+    assert.strictEqual(listed.code, 0, listed.stderr)
+    assert.match(listed.stdout, /\* builtin/)
+    assert.match(listed.stdout, new RegExp(`${defaultModelName} +not pulled`))
+
+    const port = await closedPort()
+    const offline = await runProduct(["model", "pull", "--data-dir", dataDir, "--hub", `http://127.0.0.1:${port}`])
+    assert.strictEqual(offline.code, 1)
+    assert.include(offline.stderr, "ECONNREFUSED")
+    assert.include(offline.stderr, "mnemos serve --model DIR")
+    const pinned = builtinCatalogue[defaultModelName]!
+    assert.include(offline.stderr, fileUrl(`http://127.0.0.1:${port}`, pinned, pinned.files[0]!))
+
+    // The real pins, and a hub that serves the right sizes of the wrong bytes.
+    const hub = await startHub(
+      new Map(
+        pinned.files.map((file) => [new URL(fileUrl("http://x", pinned, file)).pathname, Buffer.alloc(file.bytes, 7)]),
+      ),
+    )
+    try {
+      const refused = await runProduct(["model", "pull", "--data-dir", dataDir, "--hub", hub.url])
+      assert.strictEqual(refused.code, 1)
+      assert.include(refused.stderr, "downloading model.onnx (90.4 MB)")
+      assert.include(refused.stderr, "onnx/model.onnx has SHA-256")
+      assert.include(refused.stderr, "refused and deleted")
+      assert.isFalse(existsSync(modelDirOf(dataDir, defaultModelName)))
+    } finally {
+      await hub.close()
+    }
+
+    const tiny = tinyModel()
+    const tinyHub = await startHub(tiny.files)
+    try {
+      await Effect.runPromise(
+        pullModel({ dataDir, name: "tiny", hub: tinyHub.url, catalogue: tiny.catalogue, progress: () => undefined }),
+      )
+    } finally {
+      await tinyHub.close()
+    }
+    const used = await runProduct(["model", "use", "tiny", "--data-dir", dataDir])
+    assert.strictEqual(used.code, 0, used.stderr)
+    assert.match((await runProduct(["model", "list", "--data-dir", dataDir])).stdout, /\* tiny +pulled/)
+    const inUse = await runProduct(["model", "remove", "tiny", "--data-dir", dataDir])
+    assert.strictEqual(inUse.code, 1)
+    assert.include(inUse.stderr, "mnemos model use builtin")
+    assert.strictEqual((await runProduct(["model", "use", "builtin", "--data-dir", dataDir])).code, 0)
+    const removed = await runProduct(["model", "remove", "tiny", "--data-dir", dataDir])
+    assert.strictEqual(removed.code, 0, removed.stderr)
+    assert.isFalse(existsSync(modelDirOf(dataDir, "tiny")))
   })
 
   it("the shim answers every request read before stdin ends, then exits 0", async () => {

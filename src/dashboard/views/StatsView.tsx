@@ -20,6 +20,12 @@ interface SearchHealth {
   readonly pendingEmbeddings?: number
   readonly storageBytes?: number
   readonly index?: { readonly documents?: number; readonly vectors?: number }
+  readonly reembedding?: {
+    readonly done: number
+    readonly total: number
+    readonly finished: boolean
+    readonly to: string
+  }
 }
 
 const stateTone = (state: string) =>
@@ -230,7 +236,15 @@ const StatsBody = (props: {
         <Kpi
           label="Search index"
           value={health?.index?.documents !== undefined ? formatCount(health.index.documents) : "—"}
-          detail={health?.index !== undefined ? `documents · ${formatCount(health.index.vectors ?? 0)} vectors` : ""}
+          detail={
+            health?.index !== undefined
+              ? `documents · ${formatCount(health.index.vectors ?? 0)} vectors${
+                  health.reembedding !== undefined && !health.reembedding.finished
+                    ? ` · re-embedding ${formatCount(health.reembedding.done)} of ${formatCount(health.reembedding.total)} (new model)`
+                    : ""
+                }`
+              : ""
+          }
         />
         <Kpi
           label="Writes"
