@@ -10,7 +10,7 @@
 import { Console, Effect, Option, Result, Schema } from "effect"
 import { Command, Flag } from "effect/cli"
 import { builtinKinds } from "../privacy/PrivacyFilter.ts"
-import { type DataDirSource, resolveDataDir } from "../stores/DataDir.ts"
+import { type DataDirSource, dataDirShapeProblem, resolveDataDir } from "../stores/DataDir.ts"
 import { readDataDirConfig } from "../stores/DataDirConfig.ts"
 import { defaultHost, defaultPort, readDaemonInfo } from "../transports/Daemon.ts"
 import {
@@ -45,6 +45,7 @@ const dataDirSources: Record<DataDirSource, { source: ConfigSource; from: string
   flag: { source: "flag", from: "--data-dir" },
   environment: { source: "environment", from: "MNEMOS_DATA_DIR" },
   MCP_MEMORY_STORE_DIR: { source: "environment", from: "MCP_MEMORY_STORE_DIR" },
+  MEMORY_PATH: { source: "environment", from: "MEMORY_PATH" },
   xdg: { source: "environment", from: "XDG_DATA_HOME (+ /mnemos)" },
   default: { source: "default", from: "~/.local/share/mnemos" },
 }
@@ -110,7 +111,10 @@ export const effectiveConfig = (
   sourced("nats.prefix", nats.prefix, defaultNatsPrefix, "built in")
   sourced("nats.replicas", nats.replicas, "3 on a cluster, else 1", "built in")
   sourced("nats.creds", nats.creds, "(none)", "built in")
-  return { values, error: Result.isFailure(config) ? config.failure : undefined }
+  return {
+    values,
+    error: dataDirShapeProblem(location.path) ?? (Result.isFailure(config) ? config.failure : undefined),
+  }
 }
 
 const sourceOf = (from: string): ConfigSource =>

@@ -27,7 +27,7 @@ import { natsCredsFlag, natsFlag, natsPrefixFlag, natsReplicasFlag } from "./Nat
 /** `--data-dir`, shared by every command that opens a data directory. */
 export const dataDirFlag = Flag.String("data-dir").pipe(
   Flag.withDescription(
-    "Data directory (default: $MNEMOS_DATA_DIR, else $XDG_DATA_HOME/mnemos, else ~/.local/share/mnemos)",
+    "Data directory (default: $MNEMOS_DATA_DIR, else $MCP_MEMORY_STORE_DIR, else $MEMORY_PATH, else $XDG_DATA_HOME/mnemos, else ~/.local/share/mnemos)",
   ),
   Flag.optional,
 )
