@@ -71,6 +71,13 @@ export const modelFlag = Flag.String("model").pipe(
   Flag.optional,
 )
 
+/** `--active-nvim-file`: where the daemon keeps seed 002's active_nvim.txt. */
+export const activeNvimFileFlag = Flag.String("active-nvim-file").pipe(
+  Flag.withDescription(
+    "File kept at the editor's latest focus, one JSON line {session_id, file, line, col} as seed 002's active_nvim.txt (default: $MNEMOS_ACTIVE_NVIM_FILE, else active_nvim.txt in the data directory)",
+  ),
+  Flag.optional,
+)
 /** `--toolsets`: which toolsets `tools/list` shows. */
 export const toolsetsFlag = Flag.String("toolsets").pipe(
   Flag.withDescription(
@@ -90,6 +97,7 @@ export const serveCommand = Command.make(
     port: portFlag,
     host: hostFlag,
     udpPort: udpPortFlag,
+    activeNvimFile: activeNvimFileFlag,
     toolsets: toolsetsFlag,
     nvim: nvimFlag,
     nvimAllowLua: nvimAllowLuaFlag,
