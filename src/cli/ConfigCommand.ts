@@ -2,15 +2,16 @@
  * `mnemos config`: the effective configuration, and where each value came from — a flag, the
  * environment, the data directory's config.json, or the default.
  *
- * It takes the same flags as `mnemos serve` (`--data-dir`, `--host`, `--port`, `--udp-port`, `--nats*`), so
- * `mnemos config --port 8000` shows what `mnemos serve --port 8000` would use. It reads; it never
- * takes the lock or writes. A config.json that does not decode is shown with its error (and the
+ * It takes the same flags as `mnemos serve` (`--data-dir`, `--host`, `--port`, `--udp-port`,
+ * `--active-nvim-file`, `--nats*`), so `mnemos config --port 8000` shows what `mnemos serve
+ * --port 8000` would use. It reads; it never takes the lock or writes. A config.json that does not decode is shown with its error (and the
  * command exits 1, as a start would fail).
  */
 import { Console, Effect, Option, Result, Schema } from "effect"
 import { Command, Flag } from "effect/cli"
+import { resolveActiveNvimFile } from "../editor/ActiveNvimFile.ts"
 import { builtinKinds } from "../privacy/PrivacyFilter.ts"
-import { type DataDirSource, resolveDataDir } from "../stores/DataDir.ts"
+import { type DataDirSource, dataDirShapeProblem, resolveDataDir } from "../stores/DataDir.ts"
 import { readDataDirConfig } from "../stores/DataDirConfig.ts"
 import { defaultHost, defaultPort, readDaemonInfo } from "../transports/Daemon.ts"
 import {
@@ -45,6 +46,7 @@ const dataDirSources: Record<DataDirSource, { source: ConfigSource; from: string
   flag: { source: "flag", from: "--data-dir" },
   environment: { source: "environment", from: "MNEMOS_DATA_DIR" },
   MCP_MEMORY_STORE_DIR: { source: "environment", from: "MCP_MEMORY_STORE_DIR" },
+  MEMORY_PATH: { source: "environment", from: "MEMORY_PATH" },
   xdg: { source: "environment", from: "XDG_DATA_HOME (+ /mnemos)" },
   default: { source: "default", from: "~/.local/share/mnemos" },
 }
@@ -56,6 +58,7 @@ export const effectiveConfig = (
     readonly host?: string
     readonly port?: number
     readonly udpPort?: number
+    readonly activeNvimFile?: string
     readonly nats?: NatsFlags
   },
   env: NodeJS.ProcessEnv = process.env,
@@ -76,6 +79,16 @@ export const effectiveConfig = (
   values.push(flagOr("daemon.host", "--host", flags.host, defaultHost, "loopback only"))
   values.push(flagOr("daemon.port", "--port", flags.port, defaultPort, "built in"))
   values.push(flagOr("daemon.udpPort", "--udp-port", flags.udpPort, port + 1, "the daemon port + 1"))
+  const activeNvim = resolveActiveNvimFile(flags.activeNvimFile, location.path, env)
+  values.push({
+    key: "editor.activeNvimFile",
+    value: activeNvim.path,
+    ...(activeNvim.source === "flag"
+      ? { source: "flag" as const, from: "--active-nvim-file" }
+      : activeNvim.source === "environment"
+        ? { source: "environment" as const, from: "MNEMOS_ACTIVE_NVIM_FILE" }
+        : { source: "default" as const, from: "active_nvim.txt in the data directory" }),
+  })
   const config = readDataDirConfig(location.path)
   const file = Result.isSuccess(config) ? config.success : undefined
   const fromFile = (present: boolean) =>
@@ -110,7 +123,10 @@ export const effectiveConfig = (
   sourced("nats.prefix", nats.prefix, defaultNatsPrefix, "built in")
   sourced("nats.replicas", nats.replicas, "3 on a cluster, else 1", "built in")
   sourced("nats.creds", nats.creds, "(none)", "built in")
-  return { values, error: Result.isFailure(config) ? config.failure : undefined }
+  return {
+    values,
+    error: dataDirShapeProblem(location.path) ?? (Result.isFailure(config) ? config.failure : undefined),
+  }
 }
 
 const sourceOf = (from: string): ConfigSource =>
@@ -134,19 +150,21 @@ export const configCommand = Command.make(
     host: Flag.String("host").pipe(Flag.withDescription("As for mnemos serve"), Flag.optional),
     port: Flag.Int("port").pipe(Flag.withDescription("As for mnemos serve"), Flag.optional),
     udpPort: Flag.Int("udp-port").pipe(Flag.withDescription("As for mnemos serve"), Flag.optional),
+    activeNvimFile: Flag.String("active-nvim-file").pipe(Flag.withDescription("As for mnemos serve"), Flag.optional),
     nats: natsFlag,
     natsPrefix: natsPrefixFlag,
     natsReplicas: natsReplicasFlag,
     natsCreds: natsCredsFlag,
     json: Flag.Boolean("json").pipe(Flag.withDescription("Print JSON"), Flag.withDefault(false)),
   },
-  Effect.fn(function* ({ dataDir, host, port, udpPort, json, ...nats }) {
+  Effect.fn(function* ({ dataDir, host, port, udpPort, activeNvimFile, json, ...nats }) {
     const given = <A>(option: Option.Option<A>) => Option.getOrUndefined(option)
     const flags = {
       ...(Option.isSome(dataDir) ? { dataDir: dataDir.value } : {}),
       ...(Option.isSome(host) ? { host: host.value } : {}),
       ...(Option.isSome(port) ? { port: port.value } : {}),
       ...(given(udpPort) !== undefined ? { udpPort: given(udpPort)! } : {}),
+      ...(given(activeNvimFile) !== undefined ? { activeNvimFile: given(activeNvimFile)! } : {}),
       nats,
     }
     const { values, error } = effectiveConfig(flags)

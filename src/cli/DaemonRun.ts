@@ -5,8 +5,9 @@
  */
 import { resolve } from "node:path"
 import { Console, Effect, Schema } from "effect"
+import { keepActiveNvimFile } from "../editor/ActiveNvimFile.ts"
 import { layerFromTelemetry } from "../editor/TelemetryFeeds.ts"
-import { catalogue } from "../tools/Catalogue.ts"
+import type { catalogue } from "../tools/Catalogue.ts"
 import { ensureToken, ping, removeDaemonInfo, writeDaemonInfo } from "../transports/Daemon.ts"
 import { isLoopback, startHttpServer } from "../transports/HttpServer.ts"
 import { makeTelemetry, Telemetry, telemetryResources } from "../transports/Telemetry.ts"
@@ -37,13 +38,17 @@ export const clientConfig = (dataDir: string): string =>
 const udpHostFor = (host: string) =>
   isLoopback(host) && host !== "localhost" ? host.replace(/^\[|\]$/g, "") : "127.0.0.1"
 
-/** Serves the engine on `host`:`port` (and UDP `udpPort`) until SIGINT/SIGTERM; resolves with the signal. */
+/**
+ * Serves the engine on `host`:`port` (and UDP `udpPort`, whose focus keeps `activeNvimFile`
+ * current) until SIGINT/SIGTERM; resolves with the signal.
+ */
 export const runDaemon = (
   dataDir: string,
   host: string,
   port: number,
   udpPort: number,
-  tools: ReadonlyArray<(typeof catalogue)[number]> = catalogue,
+  tools: ReadonlyArray<(typeof catalogue)[number]>,
+  activeNvimFile: string,
 ) =>
   Effect.gen(function* () {
     // The data directory's token guards every route but /ping, on every address.
@@ -78,6 +83,7 @@ export const runDaemon = (
       Effect.map((listener) => `udp://${udpHost}:${listener.port}`),
       Effect.catch((error) => Effect.succeed(`disabled (cannot bind ${udpHost}:${udpPort}: ${error.message})`)),
     )
+    yield* keepActiveNvimFile(telemetry, activeNvimFile)
     writeDaemonInfo(dataDir, { pid: process.pid, host, port: server.port, startedAt: new Date().toISOString() })
     yield* Effect.addFinalizer(() => Effect.sync(() => removeDaemonInfo(dataDir)))
     const base = `http://${host.includes(":") ? `[${host}]` : host}:${server.port}`
@@ -87,6 +93,7 @@ export const runDaemon = (
       `  MCP (HTTP):       ${base}/mcp   (SSE: ${base}/sse, WebSocket: ${base.replace("http", "ws")}/ws)`,
     )
     yield* Console.log(`  editor focus:     ${udp}   (terminal: POST ${base}/terminal/telemetry)`)
+    yield* Console.log(`  active editor:    ${activeNvimFile}   (seed 002's active_nvim.txt)`)
     yield* Console.log(`  bearer token:     in ${dataDir}/token (required on every request but /ping)`)
     yield* Console.log(`MCP client configuration (stdio, through the daemon):\n${clientConfig(dataDir)}`)
     return yield* shutdownSignal

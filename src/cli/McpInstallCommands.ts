@@ -148,6 +148,7 @@ const changeAll = (
     const errors: Array<InstallError> = []
     let written = 0
     for (const target of targets) {
+      if (target.why !== undefined) yield* Console.log(`! ${label(target)}: ${target.why}`)
       const outcome = yield* Effect.result(
         dryRun
           ? Effect.map(planChange(target, name, launch), (plan) => ({ plan, backup: undefined }))
@@ -297,6 +298,8 @@ export const statusCommand = Command.make(
               client: status.target.client.id,
               scope: status.target.scope,
               path: status.target.path,
+              ...(status.target.why !== undefined ? { why: status.target.why } : {}),
+              ...((status.target.alsoPresent ?? []).length > 0 ? { alsoPresent: status.target.alsoPresent } : {}),
               clientDetected: installed,
               configured: status.entry !== undefined,
               current: status.matches,
@@ -318,6 +321,7 @@ export const statusCommand = Command.make(
       yield* Console.log(
         `${status.target.client.displayName.padEnd(15)} ${status.target.scope.padEnd(8)} ${describeStatus(status, launch).padEnd(30)} ${status.target.path}`,
       )
+      if (status.target.why !== undefined) yield* Console.log(`${"".padEnd(25)}chosen: ${status.target.why}`)
     }
     const missing = clients.filter((candidate) => !detected.has(candidate.id)).map((candidate) => candidate.displayName)
     if (missing.length > 0) yield* Console.log(`not detected: ${missing.join(", ")}`)

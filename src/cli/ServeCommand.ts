@@ -27,7 +27,7 @@ import { natsCredsFlag, natsFlag, natsPrefixFlag, natsReplicasFlag } from "./Nat
 /** `--data-dir`, shared by every command that opens a data directory. */
 export const dataDirFlag = Flag.String("data-dir").pipe(
   Flag.withDescription(
-    "Data directory (default: $MNEMOS_DATA_DIR, else $XDG_DATA_HOME/mnemos, else ~/.local/share/mnemos)",
+    "Data directory (default: $MNEMOS_DATA_DIR, else $MCP_MEMORY_STORE_DIR, else $MEMORY_PATH, else $XDG_DATA_HOME/mnemos, else ~/.local/share/mnemos)",
   ),
   Flag.optional,
 )
@@ -71,6 +71,13 @@ export const modelFlag = Flag.String("model").pipe(
   Flag.optional,
 )
 
+/** `--active-nvim-file`: where the daemon keeps seed 002's active_nvim.txt. */
+export const activeNvimFileFlag = Flag.String("active-nvim-file").pipe(
+  Flag.withDescription(
+    "File kept at the editor's latest focus, one JSON line {session_id, file, line, col} as seed 002's active_nvim.txt (default: $MNEMOS_ACTIVE_NVIM_FILE, else active_nvim.txt in the data directory)",
+  ),
+  Flag.optional,
+)
 /** `--toolsets`: which toolsets `tools/list` shows. */
 export const toolsetsFlag = Flag.String("toolsets").pipe(
   Flag.withDescription(
@@ -90,6 +97,7 @@ export const serveCommand = Command.make(
     port: portFlag,
     host: hostFlag,
     udpPort: udpPortFlag,
+    activeNvimFile: activeNvimFileFlag,
     toolsets: toolsetsFlag,
     nvim: nvimFlag,
     nvimAllowLua: nvimAllowLuaFlag,

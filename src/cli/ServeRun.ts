@@ -6,6 +6,7 @@
 import { resolve } from "node:path"
 import { Console, Effect, Layer, Option, Schema } from "effect"
 import * as Engine from "../Engine.ts"
+import { resolveActiveNvimFile } from "../editor/ActiveNvimFile.ts"
 import * as EditorServices from "../editor/EditorServices.ts"
 import { encoderConfigOf } from "../search/EncoderLoader.ts"
 import { chosenModel, modelDirOf } from "../search/ModelFolder.ts"
@@ -23,6 +24,7 @@ export interface ServeOptions extends NatsFlags {
   readonly port: number
   readonly host: string
   readonly udpPort: Option.Option<number>
+  readonly activeNvimFile: Option.Option<string>
   readonly toolsets: Option.Option<string>
   readonly nvim: Option.Option<string>
   readonly nvimAllowLua: boolean
@@ -77,6 +79,7 @@ export const serve = Effect.fn(function* ({
   port,
   host,
   udpPort,
+  activeNvimFile,
   toolsets,
   nvim,
   nvimAllowLua,
@@ -126,6 +129,7 @@ export const serve = Effect.fn(function* ({
               port,
               Option.getOrElse(udpPort, () => port + 1),
               tools,
+              resolveActiveNvimFile(Option.getOrUndefined(activeNvimFile), location.path).path,
             ),
         )
     yield* Console.error(`${reason}: shutting down (finishing in-flight writes, flushing)`)

@@ -16,6 +16,7 @@ import { isDeepStrictEqual } from "node:util"
 import { Effect } from "effect"
 import {
   type ClientDefinition,
+  chooseConfigPath,
   clients,
   type InstallEnvironment,
   type InstallScope,
@@ -35,6 +36,10 @@ export interface InstallTarget {
   readonly client: ClientDefinition
   readonly scope: InstallScope
   readonly path: string
+  /** Why this file, when the client has several places (see `chooseConfigPath`). */
+  readonly why?: string | undefined
+  /** Other files of the client that exist and were not chosen. */
+  readonly alsoPresent?: ReadonlyArray<string>
 }
 
 /** The target of `client` in `scope`, or why there is none. */
@@ -43,14 +48,15 @@ export const targetOf = (
   scope: InstallScope,
   environment: InstallEnvironment,
 ): InstallTarget | InstallError => {
-  const path = client.scopes.includes(scope) ? client.configPath(environment, scope) : undefined
-  if (path === undefined)
+  const places = client.scopes.includes(scope) ? client.configPlaces(environment, scope) : undefined
+  if (places === undefined)
     return new InstallError({
       reason: "Unsupported",
       path: "",
       message: `${client.displayName} has no ${scope}-scope configuration (supported: ${client.scopes.join(", ")})`,
     })
-  return { client, scope, path }
+  const chosen = chooseConfigPath(client, places)
+  return { client, scope, path: chosen.path, why: chosen.why, alsoPresent: chosen.alsoPresent }
 }
 
 /** The clients whose configuration directory exists. */

@@ -108,16 +108,44 @@ const isMessage = (document: SearchDocument) => document.kind === "message"
  * result kept in a conversation (a message with a `tool_call_id`), and what was learned. (Filters
  * are data, not functions: they cross to the search thread as structured clones.)
  */
+const isRole = (document: SearchDocument, role: string) => isMessage(document) && document.fields?.role === role
+const isToolRecord = (document: SearchDocument) =>
+  isMessage(document) && typeof document.fields?.tool_call_id === "string"
+
 export const seedEventTypes = {
-  prompt: (document: SearchDocument) => isMessage(document) && document.fields?.role === "user",
-  response: (document: SearchDocument) => isMessage(document) && document.fields?.role === "assistant",
-  tool: (document: SearchDocument) => isMessage(document) && typeof document.fields?.tool_call_id === "string",
+  prompt: (document: SearchDocument) => isRole(document, "user"),
+  response: (document: SearchDocument) => isRole(document, "assistant"),
+  /** Seed 000's name for an assistant's turn in mem-details. */
+  assistant_response: (document: SearchDocument) => isRole(document, "assistant"),
+  /** A system turn (seed 001's third role). */
+  system: (document: SearchDocument) => isRole(document, "system"),
+  tool: isToolRecord,
   insight: (document: SearchDocument) =>
     isMessage(document) ? insightMessageKinds.has(document.fields?.memory_kind) : insightRecordKinds.has(document.kind),
 } satisfies Record<string, (document: SearchDocument) => boolean>
 
 /** A seed 000 event type. */
 export type SeedEventType = keyof typeof seedEventTypes
+
+/**
+ * The type a record is shown with: a conversation turn by what it is — `tool` (a tool call or
+ * result), else by its role: `prompt` (user), `response` (assistant; `assistant_response` in
+ * mem-details, as seed 000 shows it there), `system` — and any other record by its record type.
+ * Every type shown is also an `eventType` that finds the record.
+ */
+export const shownTypeOf = (document: SearchDocument, style: "index" | "details" = "index"): string => {
+  if (!isMessage(document)) return document.kind
+  if (isToolRecord(document)) return "tool"
+  switch (document.fields?.role) {
+    case "user":
+      return "prompt"
+    case "assistant":
+      return style === "details" ? "assistant_response" : "response"
+    case "system":
+      return "system"
+  }
+  return document.kind
+}
 
 /** True when `name` is one of seed 000's event types. */
 export const isSeedEventType = (name: string): name is SeedEventType => Object.hasOwn(seedEventTypes, name)

@@ -2,12 +2,17 @@
  * The data directory: where it is, and who owns it.
  *
  * Resolution order: `--data-dir`, then `$MNEMOS_DATA_DIR`, then `$MCP_MEMORY_STORE_DIR` (seed 002's
- * name for it), then `$XDG_DATA_HOME/mnemos`, then
- * `~/.local/share/mnemos`. One process owns a data directory at a time: it holds `mnemos.lock`,
- * which names its pid, host, start time and (on Linux) the boot and the process's start tick. The
- * file is written whole under a temporary name and linked into place, which fails if a lock
- * exists, so no one ever reads a half-written lock. A second process gets a `Locked` error naming
- * the owner's pid.
+ * name for it), then `$MEMORY_PATH` (seed 000's), then `$XDG_DATA_HOME/mnemos`, then
+ * `~/.local/share/mnemos`. An empty variable counts as unset. A value from the environment may
+ * start with `~` (the home directory) and, on Windows, hold `%NAME%` references: MCP clients pass
+ * `env` entries verbatim, without a shell to expand them, and seed 000's configuration writes
+ * `"MEMORY_PATH": "~/.claude-code/memory"`. A data directory is a directory: a path that is a file
+ * (the official memory server's `memory.jsonl`, say) is refused when the directory is taken.
+ *
+ * One process owns a data directory at a time: it holds `mnemos.lock`, which names its pid, host,
+ * start time and (on Linux) the boot and the process's start tick. The file is written whole under
+ * a temporary name and linked into place, which fails if a lock exists, so no one ever reads a
+ * half-written lock. A second process gets a `Locked` error naming the owner's pid.
  *
  * A lock is stale when its process is gone: same host, and the pid is not alive, or the machine
  * has rebooted since (another boot id), or the pid now belongs to another process (another start
@@ -42,7 +47,7 @@ import { readDataDirConfig } from "./DataDirConfig.ts"
 import { describeTightened, privateUmask, tightenDataDir } from "./DataDirPermissions.ts"
 
 /** Where the data directory came from, for `mnemos config` and error messages. */
-export type DataDirSource = "flag" | "environment" | "MCP_MEMORY_STORE_DIR" | "xdg" | "default"
+export type DataDirSource = "flag" | "environment" | "MCP_MEMORY_STORE_DIR" | "MEMORY_PATH" | "xdg" | "default"
 
 /** A resolved data directory. */
 export interface DataDirLocation {
@@ -50,16 +55,54 @@ export interface DataDirLocation {
   readonly source: DataDirSource
 }
 
+/**
+ * A path from the environment as a shell would have expanded it: a leading `~` is the home
+ * directory, and on Windows `%NAME%` is that variable (left as it is when unset).
+ */
+export const expandEnvPath = (
+  value: string,
+  env: NodeJS.ProcessEnv = process.env,
+  platform: NodeJS.Platform = process.platform,
+): string => {
+  const home = (platform === "win32" ? env.USERPROFILE : env.HOME) || homedir()
+  const withHome = value === "~" ? home : /^~[/\\]/.test(value) ? join(home, value.slice(2)) : value
+  if (platform !== "win32") return withHome
+  return withHome.replace(/%([^%]+)%/g, (reference, name: string) => env[name] || reference)
+}
+
 /** Resolves the data directory from a flag value and the environment. */
-export const resolveDataDir = (flag: string | undefined, env: NodeJS.ProcessEnv = process.env): DataDirLocation => {
+export const resolveDataDir = (
+  flag: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+  platform: NodeJS.Platform = process.platform,
+): DataDirLocation => {
   if (flag !== undefined && flag !== "") return { path: resolve(flag), source: "flag" }
-  if (env.MNEMOS_DATA_DIR) return { path: resolve(env.MNEMOS_DATA_DIR), source: "environment" }
-  // Seed 002's variable, kept for its users: below mnemos's own.
-  if (env.MCP_MEMORY_STORE_DIR) return { path: resolve(env.MCP_MEMORY_STORE_DIR), source: "MCP_MEMORY_STORE_DIR" }
+  const fromEnv = (value: string) => resolve(expandEnvPath(value, env, platform))
+  if (env.MNEMOS_DATA_DIR) return { path: fromEnv(env.MNEMOS_DATA_DIR), source: "environment" }
+  // The seeds' variables, kept for their users: below mnemos's own.
+  if (env.MCP_MEMORY_STORE_DIR) return { path: fromEnv(env.MCP_MEMORY_STORE_DIR), source: "MCP_MEMORY_STORE_DIR" }
+  if (env.MEMORY_PATH) return { path: fromEnv(env.MEMORY_PATH), source: "MEMORY_PATH" }
   // The XDG spec: a relative $XDG_DATA_HOME is invalid and ignored.
   if (env.XDG_DATA_HOME && isAbsolute(env.XDG_DATA_HOME))
     return { path: resolve(env.XDG_DATA_HOME, "mnemos"), source: "xdg" }
   return { path: join(homedir(), ".local", "share", "mnemos"), source: "default" }
+}
+
+/**
+ * Why `dir` cannot be a data directory because of what it is, or undefined: it is a file, or it
+ * does not exist and is named like a JSON file (`memory.jsonl`, what `MEMORY_FILE_PATH` of the
+ * official memory server names), which the user almost certainly meant as a file.
+ */
+export const dataDirShapeProblem = (dir: string): string | undefined => {
+  let stats: fs.Stats | undefined
+  try {
+    stats = fs.statSync(dir)
+  } catch {
+    stats = undefined
+  }
+  const looksLikeFile = stats === undefined && /\.jsonl?$/i.test(dir)
+  if ((stats === undefined || stats.isDirectory()) && !looksLikeFile) return undefined
+  return `${dir} ${stats === undefined ? "is named like a file" : "is a file"}, not a directory: mnemos keeps its stores in a data directory (seed 000's MEMORY_PATH names a directory too). Point the variable at a directory; a memory.jsonl of @modelcontextprotocol/server-memory is brought in with: mnemos import --format official-jsonl FILE`
 }
 
 /** The owner recorded in `mnemos.lock`. */
@@ -76,7 +119,7 @@ export interface LockOwner {
 
 /** Why the data directory could not be taken. */
 export class DataDirError extends Schema.TaggedError<DataDirError>()("DataDirError", {
-  reason: Schema.Literals(["Locked", "Io", "Unsafe", "Config"]),
+  reason: Schema.Literals(["Locked", "Io", "Unsafe", "Config", "NotADirectory"]),
   path: Schema.String,
   ownerPid: Schema.optional(Schema.Number),
   message: Schema.String,
@@ -442,6 +485,8 @@ const release = (dir: string, owner: LockOwner): void => {
 
 /** Takes the lock, then puts the directory's config.json in force (releasing the lock if it is bad). */
 const acquireChecked = (dir: string, command: string, allowUnsafe: boolean): LockOwner => {
+  const shape = dataDirShapeProblem(dir)
+  if (shape !== undefined) throw new DataDirError({ reason: "NotADirectory", path: dir, message: shape })
   if (!allowUnsafe) {
     const problems = dataDirSafetyProblems(dir)
     if (problems.length > 0) throw refuseUnsafe(dir, problems)

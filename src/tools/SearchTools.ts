@@ -14,7 +14,7 @@ import { currentGen } from "../conversations/Generations.ts"
 import { readStored } from "../conversations/MessageState.ts"
 import { projectNameBytesMax } from "../graph/Model.ts"
 import { type SearchHealth, SearchIndexer, type SearchRequest } from "../search/Indexer.ts"
-import { isSeedEventType, type SearchHit, type SearchMode, searchModes } from "../search/Ranking.ts"
+import { isSeedEventType, type SearchHit, type SearchMode, searchModes, shownTypeOf } from "../search/Ranking.ts"
 import type { SearchDocument } from "../search/SearchDocument.ts"
 import type { Timeline } from "../search/SearchIndex.ts"
 import { inputSchemaOf, makeTool, type Tool, type ToolCaller, ToolError, type ToolOutput } from "./Tool.ts"
@@ -88,7 +88,7 @@ const MemSearchArgs = Schema.Struct({
   eventType: Schema.optionalKey(
     Schema.String.check(Schema.isMaxLength(64)).annotate({
       description:
-        "Only records of this type: seed 000's prompt (a user's turn), response (an assistant's), tool (a tool call or result in a conversation), insight (what was learned: semantic, procedure, preference and summary messages, ADRs, error fixes, session summaries); or a record type (message, observation, entity, task, adr, error_fix, ...)",
+        "Only records of this type, as results show it: seed 000's prompt (a user's turn), response or assistant_response (an assistant's), system (a system turn), tool (a tool call or result in a conversation), insight (what was learned: semantic, procedure, preference and summary messages, ADRs, error fixes, session summaries); or a record type (message, observation, entity, task, adr, error_fix, ...)",
     }),
   ),
   store: Schema.optionalKey(
@@ -104,7 +104,7 @@ const MemSearchArgs = Schema.Struct({
 const OmniArgs = Schema.Struct({
   query: Query,
   stores: Schema.optionalKey(NameList("Only these stores (default: every store)")),
-  kinds: Schema.optionalKey(NameList("Only these record types")),
+  kinds: Schema.optionalKey(NameList("Only these record types (a result's kind: message, entity, task, ...)")),
   project: projectArg,
   ...timeArgs,
   limit: Schema.optionalKey(
@@ -187,7 +187,8 @@ const indexEntry = (hit: SearchHit) => ({
   id: hit.document.id,
   score: round(hit.score),
   store: hit.document.store,
-  type: hit.document.kind,
+  type: shownTypeOf(hit.document),
+  kind: hit.document.kind,
   session: hit.document.session ?? null,
   date: isoDate(hit.document.at),
   summary: summaryOf(hit.document),
@@ -212,7 +213,7 @@ export const formatSearchIndex = (query: string, hits: ReadonlyArray<SearchHit>,
     ...hits.flatMap((hit, index) => [
       `### ${index + 1}. [mem:${hit.document.id}] (${hit.score.toFixed(2)})`,
       [
-        `**Store**: ${hit.document.store}/${hit.document.kind}`,
+        `**Store**: ${hit.document.store}/${shownTypeOf(hit.document)}`,
         ...(hit.document.session !== undefined ? [`**Session**: ${hit.document.session}`] : []),
         `**Date**: ${isoDate(hit.document.at)}`,
       ].join(" | "),
@@ -227,8 +228,8 @@ export const formatSearchIndex = (query: string, hits: ReadonlyArray<SearchHit>,
 const timelineRow = (document: SearchDocument, anchor: boolean) => {
   const preview = oneLine(summaryOf(document), 80).replace(/\|/g, "\\|")
   return anchor
-    ? `| **${isoMinute(document.at)}** | **${document.kind}** | **[mem:${document.id}] ${preview}** |`
-    : `| ${isoMinute(document.at)} | ${document.kind} | [mem:${document.id}] ${preview} |`
+    ? `| **${isoMinute(document.at)}** | **${shownTypeOf(document)}** | **[mem:${document.id}] ${preview}** |`
+    : `| ${isoMinute(document.at)} | ${shownTypeOf(document)} | [mem:${document.id}] ${preview} |`
 }
 
 /** seed 000 §6.2. */
@@ -279,7 +280,7 @@ export const formatDetails = (ids: ReadonlyArray<string>, details: ReadonlyArray
         "",
         `### [mem:${document.id}]`,
         "",
-        `**Store**: ${document.store} | **Type**: ${document.kind} | **Project**: ${document.project}`,
+        `**Store**: ${document.store} | **Type**: ${shownTypeOf(document, "details")} | **Project**: ${document.project}`,
         ...(document.session !== undefined ? [`**Session**: ${document.session}`] : []),
         `**Date**: ${isoMinute(document.at)}`,
         `**Title**: ${oneLine(document.title, 400)}`,
@@ -438,7 +439,7 @@ const memTimeline = tool(
         id: document.id,
         date: new Date(document.at).toISOString(),
         store: document.store,
-        type: document.kind,
+        type: shownTypeOf(document),
         summary: summaryOf(document),
       })
       return {
@@ -483,7 +484,7 @@ const memDetails = tool(
                   {
                     id: detail.document.id,
                     store: detail.document.store,
-                    type: detail.document.kind,
+                    type: shownTypeOf(detail.document, "details"),
                     project: detail.document.project,
                     session: detail.document.session ?? null,
                     date: new Date(detail.document.at).toISOString(),
@@ -548,7 +549,7 @@ const omniSearch = tool(
           "",
           ...response.hits.map((hit, index) => {
             const b = hit.score_breakdown
-            return `${index + 1}. [mem:${hit.document.id}] ${hit.score.toFixed(3)} ${hit.document.store}/${hit.document.kind} ${isoDate(hit.document.at)} — ${summaryOf(hit.document)}\n   fulltext ${b.fulltext.toFixed(3)} · semantic ${b.semantic.toFixed(3)} · recency ${b.recency.toFixed(3)} · importance ${b.importance.toFixed(3)} · alignment ${b.alignment.toFixed(3)}`
+            return `${index + 1}. [mem:${hit.document.id}] ${hit.score.toFixed(3)} ${hit.document.store}/${shownTypeOf(hit.document)} ${isoDate(hit.document.at)} — ${summaryOf(hit.document)}\n   fulltext ${b.fulltext.toFixed(3)} · semantic ${b.semantic.toFixed(3)} · recency ${b.recency.toFixed(3)} · importance ${b.importance.toFixed(3)} · alignment ${b.alignment.toFixed(3)}`
           }),
         ].join("\n"),
       }

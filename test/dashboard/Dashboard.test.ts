@@ -313,6 +313,8 @@ describe("search", () => {
     expect([...scores].sort((a, b) => b - a)).toEqual(scores)
     const breakdown = hits.first().getByLabel("score breakdown")
     for (const part of ["full text", "meaning", "recency", "importance"]) await breakdown.getByText(part).waitFor()
+    // A conversation turn is typed by its role, as the mem-* tools show it (seed 000's types).
+    await hits.filter({ hasText: "without an idempotency key" }).getByText("conversations/response").waitFor()
     await screenshot(page, "search")
   })
 })

@@ -9,7 +9,12 @@ import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, symlinkSyn
 import { basename, dirname, join } from "node:path"
 import { afterAll, assert, describe, it } from "vitest"
 import { installCommand, statusCommand, uninstallCommand } from "../../src/cli/McpInstallCommands.ts"
-import type { ClientId, InstallEnvironment, InstallPlatform } from "../../src/install/Clients.ts"
+import {
+  type ClientId,
+  currentEnvironment,
+  type InstallEnvironment,
+  type InstallPlatform,
+} from "../../src/install/Clients.ts"
 import { parseJsonc, valueAt } from "../../src/install/JsoncEdit.ts"
 import { parseToml, serverIn } from "../../src/install/TomlEdit.ts"
 import { removeTempDirs, runCommand, tempDir } from "../cli/support.ts"
@@ -276,6 +281,111 @@ describe("project scope", () => {
     })
     assert.isFalse(run.ok)
     assert.include(run.error?.message ?? "", "Windsurf has no project-scope configuration")
+  })
+})
+
+describe("every place a client's config can be", () => {
+  const seedFile = (home: string) => join(home, ".config", "claude", "claude_desktop_config.json")
+  const appFile = (home: string) => join(home, ".config", "Claude", "claude_desktop_config.json")
+  const write = (path: string, text: string) => {
+    mkdirSync(dirname(path), { recursive: true })
+    writeFileSync(path, text)
+  }
+
+  it("Claude Desktop on Linux: seed 000's ~/.config/claude file alone is found, detected, used, and status says why", async () => {
+    const home = tempDir("mnemos-home-")
+    const machine = machineFor("linux", home, home)
+    const original = curatedConfig("claude-desktop")
+    write(seedFile(home), original)
+    const before = await runCommand(statusCommand, ["--client", "claude-desktop", "--data-dir", "/data"], { machine })
+    assert.isTrue(before.ok, before.stderr)
+    assert.include(before.stdout, `not configured`)
+    assert.include(before.stdout, seedFile(home))
+    assert.include(before.stdout, `chosen: the existing file (also looked for: ${appFile(home)})`)
+    assert.notInclude(before.stdout, "not detected: Claude Desktop")
+
+    const run = await runCommand(installCommand, ["--client", "claude-desktop", "--data-dir", "/data"], { machine })
+    assert.isTrue(run.ok, run.stderr)
+    assert.deepStrictEqual(entryIn("claude-desktop", readFileSync(seedFile(home), "utf8")), {
+      ...expectedEntry("claude-desktop", "/data"),
+    })
+    assert.isFalse(existsSync(dirname(appFile(home))), "no second file is written")
+  })
+
+  it("Claude Desktop on Linux: with both spellings present, says so and uses ~/.config/Claude, which the app reads", async () => {
+    const home = tempDir("mnemos-home-")
+    const machine = machineFor("linux", home, home)
+    const original = curatedConfig("claude-desktop")
+    write(seedFile(home), original)
+    write(appFile(home), original)
+    const run = await runCommand(installCommand, ["--client", "claude-desktop", "--data-dir", "/data"], { machine })
+    assert.isTrue(run.ok, run.stderr)
+    assert.include(
+      run.stdout,
+      `${appFile(home)} and ${seedFile(home)} all exist: Claude Desktop reads ${appFile(home)}`,
+    )
+    assert.deepStrictEqual(entryIn("claude-desktop", readFileSync(appFile(home), "utf8")), {
+      ...expectedEntry("claude-desktop", "/data"),
+    })
+    assert.strictEqual(readFileSync(seedFile(home), "utf8"), original, "the other file is left as it was")
+    const status = await runCommand(statusCommand, ["--client", "claude-desktop", "--data-dir", "/data", "--json"], {
+      machine,
+    })
+    const [row] = (
+      JSON.parse(status.stdout) as { clients: Array<{ path: string; why: string; alsoPresent: string[] }> }
+    ).clients
+    assert.strictEqual(row!.path, appFile(home))
+    assert.deepStrictEqual(row!.alsoPresent, [seedFile(home)])
+    assert.include(row!.why, "all exist")
+  })
+
+  it("Claude Desktop on Windows: the MSIX package's virtualized file is the one the packaged app reads", async () => {
+    const home = tempDir("mnemos-home-")
+    const machine = machineFor("win32", home, home)
+    const packaged = join(
+      home,
+      "AppData",
+      "Local",
+      "Packages",
+      "Claude_pzs8sxrjxfjjc",
+      "LocalCache",
+      "Roaming",
+      "Claude",
+      "claude_desktop_config.json",
+    )
+    const classic = userConfigPath("claude-desktop", "win32", home)
+    // Installed from the Store, never started: the package exists, its config folder not yet.
+    mkdirSync(join(home, "AppData", "Local", "Packages", "Claude_pzs8sxrjxfjjc"), { recursive: true })
+    const fresh = await runCommand(installCommand, ["--client", "claude-desktop", "--data-dir", "/data"], { machine })
+    assert.isTrue(fresh.ok, fresh.stderr)
+    assert.deepStrictEqual(entryIn("claude-desktop", readFileSync(packaged, "utf8")), {
+      ...expectedEntry("claude-desktop", "/data"),
+    })
+    assert.isFalse(existsSync(classic))
+    // A stale %APPDATA% file (from the older installer) does not win over the packaged one.
+    write(classic, curatedConfig("claude-desktop"))
+    const again = await runCommand(installCommand, ["--client", "claude-desktop", "--data-dir", "/other"], { machine })
+    assert.isTrue(again.ok, again.stderr)
+    assert.include(again.stdout, `Claude Desktop reads ${packaged}`)
+    assert.deepStrictEqual(entryIn("claude-desktop", readFileSync(packaged, "utf8")), {
+      ...expectedEntry("claude-desktop", "/other"),
+    })
+    assert.strictEqual(readFileSync(classic, "utf8"), curatedConfig("claude-desktop"))
+  })
+
+  it("empty XDG_CONFIG_HOME, APPDATA, LOCALAPPDATA and CODEX_HOME count as unset, and a relative XDG_CONFIG_HOME is ignored", () => {
+    const empty = currentEnvironment("/home/u", "/work", {
+      XDG_CONFIG_HOME: "",
+      APPDATA: "",
+      LOCALAPPDATA: "",
+      CODEX_HOME: "",
+    })
+    assert.deepStrictEqual(
+      [empty.xdgConfigHome, empty.appData, empty.localAppData, empty.codexHome],
+      [undefined, undefined, undefined, undefined],
+    )
+    assert.isUndefined(currentEnvironment("/home/u", "/work", { XDG_CONFIG_HOME: "config" }).xdgConfigHome)
+    assert.strictEqual(currentEnvironment("/home/u", "/work", { XDG_CONFIG_HOME: "/xdg" }).xdgConfigHome, "/xdg")
   })
 })
 

@@ -151,6 +151,72 @@ describe("seed 000's mem-search arguments", () => {
     assert.strictEqual((await found("message")).length, 4)
   })
 
+  it("shows each conversation turn typed by role, as seed 000 does, and each type shown finds its turn as an eventType", async () => {
+    const session = "seed-000-types"
+    const turn = (role: string, content: string, metadata: Record<string, unknown> = {}) =>
+      engine.ok("write_message", { session_id: session, role, content, metadata_json: JSON.stringify(metadata) })
+    await turn("system", "quokka rules: answer briefly")
+    await turn("user", "how should the quokka schema look")
+    await turn("assistant", "the quokka schema keeps events append-only")
+    await turn("assistant", "quokka migration ran: exit 0", { tool_call_id: "call-9" })
+    const search = await engine.ok("mem-search", {
+      query: "quokka",
+      sessionId: session,
+      mode: "lexical",
+      topK: 10,
+    })
+    const results = search.structured.results as Array<IndexEntry & { kind: string }>
+    const typeOf = new Map(results.map((result) => [result.summary, result.type]))
+    assert.deepStrictEqual(Object.fromEntries(typeOf), {
+      "quokka rules: answer briefly": "system",
+      "how should the quokka schema look": "prompt",
+      "the quokka schema keeps events append-only": "response",
+      "quokka migration ran: exit 0": "tool",
+    })
+    for (const result of results) {
+      assert.strictEqual(result.kind, "message")
+      assert.include(search.text, `**Store**: conversations/${result.type}`)
+    }
+    const answer = results.find((result) => result.type === "response")!
+    const timeline = await engine.ok("mem-timeline", { ids: [answer.id], windowSize: 5 })
+    assert.include(timeline.text, "| prompt | [mem:")
+    assert.include(timeline.text, "| system | [mem:")
+    assert.include(timeline.text, "| tool | [mem:")
+    assert.include(timeline.text, `| **response** | **[mem:${answer.id}]`)
+    assert.notInclude(timeline.text, "| message |")
+    const details = await engine.ok("mem-details", { ids: results.map((result) => result.id) })
+    assert.include(details.text, "**Type**: assistant_response")
+    assert.include(details.text, "**Type**: prompt")
+    assert.notInclude(details.text, "**Type**: message")
+    const shown = (details.structured.memories as Array<{ id: string; type: string }>).map((memory) => memory.type)
+    // Every type shown, in the index or in the details, is an eventType that finds the record.
+    for (const [id, type] of [
+      ...results.map((result) => [result.id, result.type] as const),
+      ...(details.structured.memories as Array<{ id: string; type: string }>).map(
+        (memory) => [memory.id, memory.type] as const,
+      ),
+    ]) {
+      const filtered = await engine.ok("mem-search", {
+        query: "quokka",
+        sessionId: session,
+        eventType: type,
+        mode: "lexical",
+        topK: 10,
+      })
+      assert.include(
+        (filtered.structured.results as Array<IndexEntry>).map((result) => result.id),
+        id,
+        `eventType ${type}`,
+      )
+    }
+    assert.includeMembers(shown, ["assistant_response", "prompt", "system", "tool"])
+    const omni = await engine.ok("omni_search", { query: "quokka", mode: "lexical", limit: 10 })
+    assert.includeMembers(
+      (omni.structured.results as Array<{ type: string }>).map((result) => result.type),
+      ["prompt", "response", "system", "tool"],
+    )
+  })
+
   it("topK above 20 is read as 20, as seed 000 clamps it; below 1 as the default", async () => {
     for (let index = 0; index < 24; index++) await message("user", `zeppelin hangar note number ${index}`)
     const many = await engine.ok("mem-search", { query: "zeppelin hangar", mode: "lexical", topK: 100 })

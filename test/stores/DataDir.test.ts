@@ -2,9 +2,9 @@
  * The data directory: where it resolves to, and that only one process owns it at a time.
  */
 import { spawn, spawnSync } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs"
 import { hostname, tmpdir } from "node:os"
-import { join } from "node:path"
+import { join, resolve } from "node:path"
 import { Effect, Exit } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { lockDataDir, lockFileName, readLockOwner, resolveDataDir } from "../../src/stores/DataDir.ts"
@@ -40,6 +40,51 @@ describe("resolveDataDir", () => {
     const fallback = resolveDataDir(undefined, {})
     expect(fallback.source).toBe("default")
     expect(fallback.path.endsWith(join(".local", "share", "mnemos"))).toBe(true)
+  })
+})
+
+describe("MEMORY_PATH (seed 000's variable)", () => {
+  it("selects the data directory below --data-dir, MNEMOS_DATA_DIR and MCP_MEMORY_STORE_DIR, above XDG_DATA_HOME", () => {
+    const env = { MEMORY_PATH: "/seed0/memory", XDG_DATA_HOME: "/xdg", HOME: "/home/u" }
+    expect(resolveDataDir(undefined, env)).toEqual({ path: "/seed0/memory", source: "MEMORY_PATH" })
+    expect(resolveDataDir("/flag", env).source).toBe("flag")
+    expect(resolveDataDir(undefined, { ...env, MNEMOS_DATA_DIR: "/mine" }).path).toBe("/mine")
+    expect(resolveDataDir(undefined, { ...env, MCP_MEMORY_STORE_DIR: "/seed2" }).path).toBe("/seed2")
+    // An empty variable is unset.
+    expect(resolveDataDir(undefined, { ...env, MNEMOS_DATA_DIR: "", MCP_MEMORY_STORE_DIR: "" }).source).toBe(
+      "MEMORY_PATH",
+    )
+    expect(resolveDataDir(undefined, { ...env, MEMORY_PATH: "" }).source).toBe("xdg")
+  })
+
+  it("expands ~ as seed 000's Claude Desktop config writes it, and %USERPROFILE% on Windows (clients pass env verbatim)", () => {
+    expect(resolveDataDir(undefined, { MEMORY_PATH: "~/.claude-code/memory", HOME: "/home/u" }, "linux").path).toBe(
+      "/home/u/.claude-code/memory",
+    )
+    expect(resolveDataDir(undefined, { MNEMOS_DATA_DIR: "~", HOME: "/home/u" }, "linux").path).toBe("/home/u")
+    // A ~ inside a path is a name like any other.
+    expect(resolveDataDir(undefined, { MEMORY_PATH: "/srv/~x", HOME: "/home/u" }, "linux").path).toBe("/srv/~x")
+    // Off Windows, %NAME% is left alone (it is a legal file name).
+    expect(resolveDataDir(undefined, { MEMORY_PATH: "/srv/%HOME%", HOME: "/home/u" }, "linux").path).toBe("/srv/%HOME%")
+    const windows = resolveDataDir(
+      undefined,
+      { MEMORY_PATH: "%USERPROFILE%/.claude-code/memory", USERPROFILE: "/users/me" },
+      "win32",
+    )
+    expect(windows.path).toBe(resolve("/users/me/.claude-code/memory"))
+  })
+
+  it("is refused when it names a file (an official memory.jsonl) rather than a directory, saying what to do", async () => {
+    const dir = tempDir()
+    const file = join(dir, "memory.jsonl")
+    writeFileSync(file, "")
+    for (const path of [file, join(dir, "not-yet.jsonl")]) {
+      const exit = await Effect.runPromiseExit(Effect.scoped(lockDataDir(path, "test")))
+      expect(Exit.isFailure(exit) && String(exit.cause)).toContain("not a directory")
+      expect(Exit.isFailure(exit) && String(exit.cause)).toContain("mnemos import --format official-jsonl")
+    }
+    expect(readFileSync(file, "utf8")).toBe("")
+    expect(existsSync(join(dir, "not-yet.jsonl"))).toBe(false)
   })
 })
 
