@@ -90,7 +90,7 @@ const encoderOf = async (variant: Variant, built: string | undefined) => {
   if (built !== undefined) buildStaticModel({ ...variant.build, outDir: built })
   const files = readStaticModelFiles(dir)
   const encoder = await loadStaticModel(dir, files)
-  return { encoder, aligner: variant.align ? loadTermAligner(dir, files.vocabulary) : undefined }
+  return { encoder, aligner: variant.align ? loadTermAligner(dir, files.vocabulary, files.vectors) : undefined }
 }
 
 /** The models pulled into the models folder of the data directory serve would use. */

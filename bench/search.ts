@@ -85,7 +85,7 @@ const inProcess = async (records: number, queries: number) => {
   const modelDir = resolveDefaultModel(undefined)
   const files = readStaticModelFiles(modelDir)
   const encoder = await loadStaticModel(modelDir, files)
-  const aligner = loadTermAligner(modelDir, files.vocabulary)
+  const aligner = loadTermAligner(modelDir, files.vocabulary, files.vectors)
   const now = Date.now()
   const index = new SearchIndex()
   const buildStarted = performance.now()

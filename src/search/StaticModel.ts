@@ -1,6 +1,9 @@
 /**
- * The default embedding model at run time: the ONNX SIF graph built by StaticModelBuild.ts, run by
- * onnxruntime-node, fed by a JavaScript tokenizer.
+ * The default embedding model at run time: SIF sentence embeddings (Arora et al.) over the word
+ * vectors StaticModelBuild.ts made, computed here — a text's vector is the SIF-weighted sum of its
+ * known words' unit vectors, scaled to unit length. No ONNX runtime: the graph it once ran was
+ * this sum, and dropping it frees its 40 MB float32 matrix and the runtime itself (≈ 60 MiB
+ * resident in the search thread); the int8 vectors are the ones term alignment reads anyway.
  *
  * Tokenizer: `embeddingWords` (lower-case alphanumeric runs, camelCase split), each looked up in
  * the vocabulary; unknown words are skipped. Each known word gets its SIF weight a/(a + p(w)),
@@ -9,10 +12,10 @@
  */
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import * as ort from "onnxruntime-node"
-import { chunksOf, encodeBatchTextsMax, type SentenceEncoder } from "./SentenceEncoder.ts"
+import type { SentenceEncoder } from "./SentenceEncoder.ts"
 import { type StaticModelManifest, staticModelFiles } from "./StaticModelManifest.ts"
 import { embeddingWords } from "./Tokenizer.ts"
+import { decodeWordVectors, type WordVectors } from "./WordVectors.ts"
 
 /** Words of one text that reach the model; the rest is ignored. */
 export const staticTokensPerTextMax = 1024
@@ -59,66 +62,48 @@ export const weightedTokens = (vocabulary: StaticVocabulary, text: string): Weig
   return { ids, weights }
 }
 
-/** A static model's manifest and vocabulary, read once for the encoder and the term aligner. */
+/** A static model's manifest, vocabulary and word vectors, read once for the encoder and the term aligner. */
 export interface StaticModelFiles {
   readonly manifest: StaticModelManifest
   readonly vocabulary: StaticVocabulary
+  readonly vectors: WordVectors
 }
 
-/** Reads the manifest and vocabulary of the model in `dir`. */
+/** Reads the manifest, vocabulary and word vectors of the model in `dir`. */
 export const readStaticModelFiles = (dir: string): StaticModelFiles => {
   const manifest = JSON.parse(readFileSync(join(dir, staticModelFiles.manifest), "utf8")) as StaticModelManifest
-  return { manifest, vocabulary: readStaticVocabulary(dir, manifest) }
+  return {
+    manifest,
+    vocabulary: readStaticVocabulary(dir, manifest),
+    vectors: decodeWordVectors(readFileSync(join(dir, staticModelFiles.vectors))),
+  }
+}
+
+/**
+ * The unit-length SIF embedding of `tokens`: Σ weight × vector, normalised (the weighted mean's
+ * division by Σ weights cancels in the normalisation). Undefined without a token, or when the
+ * sum is the zero vector.
+ */
+export const embedWeightedTokens = (vectors: WordVectors, tokens: WeightedTokens): Float32Array | undefined => {
+  if (tokens.ids.length === 0) return undefined
+  const sum = new Float64Array(vectors.dimensions)
+  for (let i = 0; i < tokens.ids.length; i++) vectors.addScaled(tokens.ids[i]!, tokens.weights[i]!, sum)
+  let squares = 0
+  for (const value of sum) squares += value * value
+  if (squares === 0) return undefined
+  const norm = Math.sqrt(squares)
+  const out = new Float32Array(vectors.dimensions)
+  for (let i = 0; i < out.length; i++) out[i] = sum[i]! / norm
+  return out
 }
 
 /** Opens the model in `dir` (built by StaticModelBuild.ts). */
 export const loadStaticModel = async (
   dir: string,
-  { manifest, vocabulary }: StaticModelFiles = readStaticModelFiles(dir),
-): Promise<SentenceEncoder> => {
-  const session = await ort.InferenceSession.create(join(dir, staticModelFiles.model), {
-    intraOpNumThreads: 1,
-    interOpNumThreads: 1,
-    graphOptimizationLevel: "all",
-  })
-
-  const run = async (batch: ReadonlyArray<WeightedTokens>): Promise<Array<Float32Array>> => {
-    const sequence = Math.max(1, ...batch.map((tokens) => tokens.ids.length))
-    const ids = new BigInt64Array(batch.length * sequence)
-    const weights = new Float32Array(batch.length * sequence)
-    batch.forEach((tokens, row) => {
-      for (let i = 0; i < tokens.ids.length; i++) {
-        ids[row * sequence + i] = BigInt(tokens.ids[i]!)
-        weights[row * sequence + i] = tokens.weights[i]!
-      }
-    })
-    const output = await session.run({
-      token_ids: new ort.Tensor("int64", ids, [batch.length, sequence]),
-      token_weights: new ort.Tensor("float32", weights, [batch.length, sequence]),
-    })
-    const data = output.embedding!.data as Float32Array
-    return batch.map((_, row) => data.slice(row * manifest.dimensions, (row + 1) * manifest.dimensions))
-  }
-
-  const encode = async (texts: ReadonlyArray<string>): Promise<Array<Float32Array | undefined>> => {
-    const tokens = texts.map((text) => weightedTokens(vocabulary, text))
-    const known = tokens.flatMap((entry, index) => (entry.ids.length > 0 ? [index] : []))
-    const out: Array<Float32Array | undefined> = texts.map(() => undefined)
-    // Similar lengths share a batch, so little is padded.
-    known.sort((a, b) => tokens[a]!.ids.length - tokens[b]!.ids.length)
-    for (const chunk of chunksOf(known, encodeBatchTextsMax)) {
-      const vectors = await run(chunk.map((index) => tokens[index]!))
-      chunk.forEach((index, row) => {
-        out[index] = vectors[row]
-      })
-    }
-    return out
-  }
-
-  return {
-    id: manifest.id,
-    dimensions: manifest.dimensions,
-    encode,
-    close: () => session.release(),
-  }
-}
+  { manifest, vocabulary, vectors }: StaticModelFiles = readStaticModelFiles(dir),
+): Promise<SentenceEncoder> => ({
+  id: manifest.id,
+  dimensions: manifest.dimensions,
+  encode: async (texts) => texts.map((text) => embedWeightedTokens(vectors, weightedTokens(vocabulary, text))),
+  close: async () => undefined,
+})

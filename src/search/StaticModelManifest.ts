@@ -7,14 +7,13 @@ import { readFileSync } from "node:fs"
 import { join } from "node:path"
 
 /** Bump when the produced files change; a model built by another version is rebuilt. */
-export const staticModelBuilderVersion = 3
+export const staticModelBuilderVersion = 4
 
 /** File names inside a model directory. */
 export const staticModelFiles = {
-  model: "model.onnx",
   vocabulary: "vocabulary.json",
   manifest: "manifest.json",
-  /** Quantised word vectors for term alignment (WordVectors.ts). */
+  /** The word vectors, quantised (WordVectors.ts): the embeddings are made of them, and term alignment reads them. */
   vectors: "word-vectors.bin",
   /** The vocabulary's WordNet lexicon (Lexicon.ts). */
   lexicon: "lexicon.bin",
@@ -32,7 +31,6 @@ export interface StaticModelManifest {
   readonly zipfHarmonic: number
   /** How the GloVe vectors were changed before use. */
   readonly postprocessing: string
-  readonly modelBytes: number
   readonly wordVectorsBytes: number
   readonly lexiconBytes: number
   readonly buildMs: number

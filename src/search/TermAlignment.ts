@@ -28,7 +28,7 @@ import type { StaticVocabulary } from "./StaticModel.ts"
 import { staticModelFiles } from "./StaticModelManifest.ts"
 import { embeddingWords, sStem, stopWords } from "./Tokenizer.ts"
 import type { WordRelation } from "./WordNet.ts"
-import { decodeWordVectors, type WordVectors } from "./WordVectors.ts"
+import type { WordVectors } from "./WordVectors.ts"
 
 /** Constants of the alignment, chosen on the tune split of the retrieval set. */
 export const alignment = {
@@ -196,10 +196,6 @@ export const makeTermAligner = (vocabulary: StaticVocabulary, vectors: WordVecto
   }
 }
 
-/** Loads the aligner of the static model in `dir`, over its already read `vocabulary`. */
-export const loadTermAligner = (dir: string, vocabulary: StaticVocabulary): TermAligner =>
-  makeTermAligner(
-    vocabulary,
-    decodeWordVectors(readFileSync(join(dir, staticModelFiles.vectors))),
-    decodeLexicon(readFileSync(join(dir, staticModelFiles.lexicon))),
-  )
+/** Loads the aligner of the static model in `dir`, over its already read vocabulary and word vectors. */
+export const loadTermAligner = (dir: string, vocabulary: StaticVocabulary, vectors: WordVectors): TermAligner =>
+  makeTermAligner(vocabulary, vectors, decodeLexicon(readFileSync(join(dir, staticModelFiles.lexicon))))

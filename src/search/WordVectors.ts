@@ -1,8 +1,8 @@
 /**
- * The model's word vectors for word-to-word similarity at query time (TermAlignment.ts), shipped
- * beside the ONNX graph as `word-vectors.bin`: the same unit vectors the graph embeds with,
- * quantised to int8 with one scale per word (10 MB instead of 40; a cosine moves by less than
- * 0.01, which changed no ranking of the retrieval set).
+ * The static model's word vectors (`word-vectors.bin`): what its sentence embeddings are made of
+ * (StaticModel.ts) and what query-time term alignment compares words with (TermAlignment.ts), one
+ * copy for both. Unit vectors quantised to int8 with one scale per word: 10 MB instead of 40 in
+ * float32, and a cosine moves by less than 0.01.
  *
  * File layout, little-endian: "MNWV", u32 version, u32 words, u32 dimensions, Float32
  * scales[words], Int8 values[words × dimensions]. value × scale is the component.
@@ -18,6 +18,8 @@ export interface WordVectors {
   readonly dimensions: number
   /** Cosine of the unit vectors of ids `a` and `b`. */
   readonly cosine: (a: number, b: number) => number
+  /** Adds `weight` × the unit vector of `id` to `target` (of `dimensions` entries). */
+  readonly addScaled: (id: number, weight: number, target: Float64Array) => void
 }
 
 /** Scales `vectors` (rows of `dimensions`) to unit length and quantises them into the file format. */
@@ -72,5 +74,10 @@ const wordVectorsOf = (values: Int8Array, scales: Float32Array, dimensions: numb
     const offsetB = b * dimensions
     for (let i = 0; i < dimensions; i++) dot += values[offsetA + i]! * values[offsetB + i]!
     return dot * scales[a]! * scales[b]!
+  },
+  addScaled: (id, weight, target) => {
+    const factor = weight * scales[id]!
+    const offset = id * dimensions
+    for (let i = 0; i < dimensions; i++) target[i] = target[i]! + factor * values[offset + i]!
   },
 })

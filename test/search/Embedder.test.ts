@@ -1,8 +1,9 @@
 /**
- * The embedding path for real: ONNX files written by OnnxProto.ts (onnx-proto), run by onnxruntime-node.
+ * The embedding path for real: the static model in plain arithmetic, and transformer ONNX files
+ * written by OnnxProto.ts (onnx-proto), run by onnxruntime-node.
  *
- * - The static SIF graph computes exactly the weighted mean + L2 norm that its documentation
- *   states, checked against plain arithmetic.
+ * - The static SIF embedding is the weighted mean of unit vectors + L2 norm that its documentation
+ *   states, checked against plain arithmetic (within the int8 vectors' precision).
  * - A small model built from the real GloVe package embeds related sentences closer than
  *   unrelated ones; texts with no known word have no embedding.
  * - A tiny BERT-shaped graph (input_ids, attention_mask, token_type_ids → last_hidden_state)
@@ -14,12 +15,12 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
-import * as ort from "onnxruntime-node"
 import { afterAll, assert, describe, it } from "vitest"
 import * as Embedder from "../../src/search/Embedder.ts"
-import { loadStaticModel } from "../../src/search/StaticModel.ts"
-import { buildStaticModel, staticEmbeddingGraph, staticModelDimensions } from "../../src/search/StaticModelBuild.ts"
+import { embedWeightedTokens, loadStaticModel } from "../../src/search/StaticModel.ts"
+import { buildStaticModel, staticModelDimensions } from "../../src/search/StaticModelBuild.ts"
 import { loadTransformerModel, makeWordPiece } from "../../src/search/TransformerModel.ts"
+import { decodeWordVectors, encodeWordVectors } from "../../src/search/WordVectors.ts"
 import { matrix, tinyBertModel, tinyBertParts } from "./tinyModels.ts"
 
 const dirs: Array<string> = []
@@ -38,39 +39,42 @@ const normalize = (values: Array<number>) => {
   return values.map((value) => value / norm)
 }
 
-describe("static SIF graph", () => {
+describe("static SIF embedding", () => {
   const rows = 6
   const d = staticModelDimensions
   const embeddings = matrix(rows, d, 7)
   const reference = (ids: ReadonlyArray<number>, weights: ReadonlyArray<number>) => {
     const mean = Array.from({ length: d }, (_, j) =>
-      ids.reduce((sum, id, t) => sum + weights[t]! * embeddings[id * d + j]!, 0),
+      ids.reduce((sum, id, t) => {
+        const row = embeddings.subarray(id * d, (id + 1) * d)
+        return sum + (weights[t]! * row[j]!) / Math.hypot(...row)
+      }, 0),
     )
     const total = weights.reduce((sum, weight) => sum + weight, 0) + 1e-9
     return normalize(mean.map((value) => value / total))
   }
 
-  it("computes the weighted mean and L2 norm", async () => {
-    const session = await ort.InferenceSession.create(staticEmbeddingGraph(embeddings, rows))
-    const ids = [
-      [1, 4, 4, 0],
-      [5, 2, 0, 0],
+  it("is the SIF-weighted mean of the words' unit vectors, at unit length, within int8's precision", () => {
+    const vectors = decodeWordVectors(encodeWordVectors(embeddings, d))
+    const cases: ReadonlyArray<readonly [Array<number>, Array<number>]> = [
+      [
+        [1, 4, 4, 0],
+        [0.5, 1, 0.25, 0.75],
+      ],
+      [
+        [5, 2],
+        [0.9, 0.1],
+      ],
+      [[3], [0.2]],
     ]
-    const weights = [
-      [0.5, 1, 0.25, 0.75],
-      [0.9, 0.1, 0, 0],
-    ]
-    const output = await session.run({
-      token_ids: new ort.Tensor("int64", BigInt64Array.from(ids.flat().map(BigInt)), [2, 4]),
-      token_weights: new ort.Tensor("float32", Float32Array.from(weights.flat()), [2, 4]),
-    })
-    const data = output.embedding!.data as Float32Array
-    assert.deepStrictEqual(output.embedding!.dims, [2, d])
-    ids.forEach((row, r) => {
-      const expected = reference(row, weights[r]!)
-      for (let j = 0; j < d; j++) assert.closeTo(data[r * d + j]!, expected[j]!, 1e-5)
-    })
-    await session.release()
+    for (const [ids, weights] of cases) {
+      const embedded = embedWeightedTokens(vectors, { ids, weights })!
+      const expected = reference(ids, weights)
+      assert.closeTo(cosine(embedded, Float32Array.from(expected)), 1, 1e-3)
+      assert.closeTo(cosine(embedded, embedded), 1, 1e-6)
+      for (let j = 0; j < d; j++) assert.closeTo(embedded[j]!, expected[j]!, 0.02)
+    }
+    assert.strictEqual(embedWeightedTokens(vectors, { ids: [], weights: [] }), undefined)
   })
 })
 

@@ -98,7 +98,7 @@ describe("alignment in hybrid search, on a model built from the GloVe and WordNe
     buildStaticModel({ outDir: dir, vocabularySize: 50_000, includeEngineeringWords: false })
     const files = readStaticModelFiles(dir)
     const encoder = await loadStaticModel(dir, files)
-    const aligner = loadTermAligner(dir, files.vocabulary)
+    const aligner = loadTermAligner(dir, files.vocabulary, files.vectors)
     const index = new SearchIndex()
     const records = [
       ["target", "the nightly export fails when the token expires"],
