@@ -221,7 +221,8 @@ export const makeIndexCore = (config: CoreConfig) =>
       const to = { id: target, config: yield* embedder.model }
       const previous = persistence.model()
       if (previous === undefined || previous.id === target) {
-        if (persistence.nextModel() !== undefined) yield* Effect.promise(() => persistence.dropNextModel())
+        // Also empties what a switch cut short between its commit and its clean-up left behind.
+        yield* Effect.promise(() => persistence.dropNextModel())
         persistence.setModel(to)
         return
       }
@@ -247,7 +248,7 @@ export const makeIndexCore = (config: CoreConfig) =>
       if (persistence.nextModel()?.id === target) yield* Effect.promise(() => persistence.switchToNextModel())
       else {
         yield* Effect.promise(() => persistence.clearVectors())
-        if (persistence.nextModel() !== undefined) yield* Effect.promise(() => persistence.dropNextModel())
+        yield* Effect.promise(() => persistence.dropNextModel())
         persistence.setModel(to)
       }
     })

@@ -125,6 +125,7 @@ export const makeModelSwitch = (
     let queue: Array<string> | undefined
     let cursor = 0
     let done = 0
+    let total = 0
     let finished = false
 
     /** Embeds `items` with the new model and stores the vectors still current (under the lock). */
@@ -173,6 +174,9 @@ export const makeModelSwitch = (
           return index.ids()
         }),
       )
+      // What was stored before is read back from persistence (once committed); what is stored
+      // from now on goes to the index as well.
+      yield* Effect.promise(() => persistence.committed())
       let position = 0
       while (position < ids.length) {
         yield* locked(
@@ -213,6 +217,7 @@ export const makeModelSwitch = (
       if (finished || (yield* next.ready).state !== "ready") return
       const pass = queue ?? (yield* locked(Effect.sync(() => index.ids())))
       queue = pass
+      total = pass.length
       const chunk = yield* locked(Effect.sync(() => nextChunk(pass)))
       if (chunk.length > 0) {
         // Not under the lock: searches and writes go on while the new model runs.
@@ -227,7 +232,10 @@ export const makeModelSwitch = (
         done += chunk.length
       }
       if (cursor < pass.length) return
-      if (yield* swap) return
+      if (yield* swap) {
+        queue = undefined
+        return
+      }
       yield* Effect.logWarning("search: some documents have no vector of the new model yet; re-embedding goes on")
       queue = undefined
       cursor = 0
@@ -247,7 +255,7 @@ export const makeModelSwitch = (
         from: from.id,
         to: to.id,
         done,
-        total: queue?.length ?? 0,
+        total,
         finished,
         previousModel: finished ? "released" : "answering",
       }),

@@ -84,6 +84,8 @@ export interface SearchPersistence {
    * (resolves when it is empty).
    */
   readonly switchToNextModel: () => Promise<void>
+  /** Resolves once every write so far is committed (reads see a write only then). */
+  readonly committed: () => Promise<void>
   readonly sizeBytes: () => number
   /**
    * Rewrites the files with the live entries only (LMDB's freed pages keep deleted text), so nothing
@@ -359,6 +361,7 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
       forgetNextModel()
       await former.clearAsync()
     },
+    committed: () => settleLmdbWrite(lastWrite).then(() => undefined),
     sizeBytes: () => lmdbUsedBytes([handles.env, handles.documents, ...handles.vectors, handles.meta]),
     compact: async () => {
       // lmdb-js never finishes closing an environment whose last commit failed: the compaction
@@ -437,6 +440,7 @@ export const makeMemoryPersistence = (): SearchPersistence => {
       model = nextModel
       nextModel = undefined
     },
+    committed: async () => undefined,
     sizeBytes: () => 0,
     compact: async () => ({ bytesBefore: 0, bytesAfter: 0 }),
     close: async () => undefined,
