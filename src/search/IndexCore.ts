@@ -22,16 +22,12 @@
  */
 import { Clock, Duration, Effect, Scope, Semaphore } from "effect"
 import { Embedder, type EmbedderStatus } from "./Embedder.ts"
+import { makeMemoryPersistence } from "./MemoryPersistence.ts"
 import { type ModelSwitch, makeModelSwitch, previousModelConfig, type Reembedding } from "./ModelSwitch.ts"
 import type { SearchFilter, SearchHit, SearchMode } from "./Ranking.ts"
 import type { GroupDocuments, SearchDocument } from "./SearchDocument.ts"
 import { type IndexStats, noVector, type PendingEmbedding, SearchIndex, type Timeline } from "./SearchIndex.ts"
-import {
-  makeMemoryPersistence,
-  openLmdbPersistence,
-  type PersistedGroup,
-  type SearchPersistence,
-} from "./SearchPersistence.ts"
+import { openLmdbPersistence, type PersistedGroup, type SearchPersistence } from "./SearchPersistence.ts"
 
 /** Longest run of loading persisted documents before other work gets a turn (searches wait at most this). */
 export const warmSliceMs = 10

@@ -6,7 +6,7 @@
  * stores' truth: deleting it is always safe (search rebuilds from the stores). Writes are
  * lmdb-js asynchronous puts (grouped per tick into one transaction) and never block a search;
  * nothing here is acknowledged to anyone, so losing the tail in a crash only means the next
- * start reconciles with the stores. `makeMemory` is the in-memory twin for tests.
+ * start reconciles with the stores. MemoryPersistence.ts is the in-memory twin.
  *
  * A store's sequence is written only once the writes it covers are committed, and never again in
  * this process after a commit failed (a full disk): a later commit that succeeds must not record a
@@ -96,7 +96,8 @@ export interface SearchPersistence {
 }
 
 const sep = "\u0000"
-const documentKey = (store: string, group: string, id: string) => `${store}${sep}${group}${sep}${id}`
+/** A document's key: `store \0 group \0 id`. */
+export const documentKey = (store: string, group: string, id: string) => `${store}${sep}${group}${sep}${id}`
 const hashBytes = 14
 
 const encodeVector = (hash: string, vector: Float32Array): Buffer => {
@@ -117,7 +118,7 @@ const decodeVector = (bytes: Uint8Array): PersistedVector => {
 const groupOfKey = (key: string, store: string, id: string) => key.slice(store.length + 1, key.length - id.length - 1)
 
 /** Groups consecutive documents of a key-ordered scan. */
-function* groupRuns(entries: Iterable<{ key: string; value: SearchDocument }>): Iterable<PersistedGroup> {
+export function* groupRuns(entries: Iterable<{ key: string; value: SearchDocument }>): Iterable<PersistedGroup> {
   let current: { store: string; group: string; documents: Array<SearchDocument> } | undefined
   for (const { key, value } of entries) {
     // Groups may hold the separator themselves (a conversation's is `project\0id`): the store is
@@ -303,6 +304,12 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
         : handles.meta.put(metaKey("modelConfig"), written.config),
     )
   }
+  /** Empties a db, in order with the other writes (and waited for by `close` and `compact` as they are). */
+  const clear = (db: Database<Uint8Array, Buffer>): Promise<void> => {
+    const cleared = db.clearAsync()
+    watch(cleared)
+    return cleared.then(() => undefined)
+  }
   const forgetNextModel = () => {
     nextModel = undefined
     watch(handles.meta.remove(metaKey("nextModel")))
@@ -326,10 +333,7 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
     removeDocument: (store, group, id) => watch(handles.documents.remove(encodeKey(documentKey(store, group, id)))),
     putVector: (id, hash, vector) => watch(current().put(encodeKey(id), encodeVector(hash, vector))),
     removeVector: (id) => watch(current().remove(encodeKey(id))),
-    clearVectors: () =>
-      current()
-        .clearAsync()
-        .then(() => undefined),
+    clearVectors: () => clear(current()),
     seq: (store) => handles.meta.get(encodeKey(`seq${sep}${store}`)) as number | undefined,
     setSeq: (store, seq) =>
       void settleLmdbWrite(lastWrite).then((failed) => {
@@ -340,13 +344,13 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
     nextModel: () => nextModel,
     beginNextModel: async (next) => {
       forgetNextModel()
-      await other().clearAsync()
+      await clear(other())
       nextModel = next
       watch(handles.meta.put(metaKey("nextModel"), next))
     },
     dropNextModel: async () => {
       forgetNextModel()
-      await other().clearAsync()
+      await clear(other())
     },
     nextVector: (id) => read(other(), id),
     putNextVector: (id, hash, vector) => watch(other().put(encodeKey(id), encodeVector(hash, vector))),
@@ -359,7 +363,7 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
       watch(handles.meta.put(metaKey("vectorsSlot"), slot))
       writeModel(nextModel)
       forgetNextModel()
-      await former.clearAsync()
+      await clear(former)
     },
     committed: () => settleLmdbWrite(lastWrite).then(() => undefined),
     sizeBytes: () => lmdbUsedBytes([handles.env, handles.documents, ...handles.vectors, handles.meta]),
@@ -387,62 +391,5 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
       // is synced first, and the process is ending anyway.
       if ((await settled()) === undefined) await handles.env.close()
     },
-  }
-}
-
-/** The in-memory twin: same contract, nothing on disk. */
-export const makeMemoryPersistence = (): SearchPersistence => {
-  const documents = new Map<string, SearchDocument>()
-  let vectors = new Map<string, PersistedVector>()
-  let nextVectors = new Map<string, PersistedVector>()
-  const seqs = new Map<string, number>()
-  let model: PersistedModel | undefined
-  let nextModel: PersistedModel | undefined
-  return {
-    groups: () =>
-      groupRuns(
-        [...documents.entries()]
-          .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-          .map(([key, value]) => ({ key, value })),
-      ),
-    vector: (id) => vectors.get(id),
-    groupDocumentIds: (store, group) =>
-      [...documents.entries()]
-        .filter(([key, document]) => key === documentKey(store, group, document.id))
-        .map(([, document]) => document.id),
-    putDocument: (group, document) => void documents.set(documentKey(document.store, group, document.id), document),
-    removeDocument: (store, group, id) => void documents.delete(documentKey(store, group, id)),
-    putVector: (id, hash, vector) => void vectors.set(id, { hash, vector: vector.slice() }),
-    removeVector: (id) => void vectors.delete(id),
-    clearVectors: async () => vectors.clear(),
-    seq: (store) => seqs.get(store),
-    setSeq: (store, seq) => void seqs.set(store, seq),
-    model: () => model,
-    setModel: (written) => {
-      model = written
-    },
-    nextModel: () => nextModel,
-    beginNextModel: async (next) => {
-      nextVectors.clear()
-      nextModel = next
-    },
-    dropNextModel: async () => {
-      nextVectors.clear()
-      nextModel = undefined
-    },
-    nextVector: (id) => nextVectors.get(id),
-    putNextVector: (id, hash, vector) => void nextVectors.set(id, { hash, vector: vector.slice() }),
-    removeNextVector: (id) => void nextVectors.delete(id),
-    switchToNextModel: async () => {
-      if (nextModel === undefined) throw new Error("no next model to switch to")
-      ;[vectors, nextVectors] = [nextVectors, vectors]
-      nextVectors.clear()
-      model = nextModel
-      nextModel = undefined
-    },
-    committed: async () => undefined,
-    sizeBytes: () => 0,
-    compact: async () => ({ bytesBefore: 0, bytesAfter: 0 }),
-    close: async () => undefined,
   }
 }
