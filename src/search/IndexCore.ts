@@ -157,7 +157,10 @@ export const makeIndexCore = (config: CoreConfig) =>
           for (const item of pending) deferred.set(item.id, item)
           return
         }
-        if (model.value.state !== "ready") return // failed: found by words only, as the health says
+        const embedNext = (items: ReadonlyArray<PendingEmbedding>) =>
+          modelSwitch?.previous() !== undefined ? modelSwitch.embedNext(items) : Effect.void
+        // Failed: found by words only, as the health says (the new model's vectors are made even so).
+        if (model.value.state !== "ready") return yield* embedNext(pending)
         const all = [...deferred.values(), ...pending]
         deferred.clear()
         for (let start = 0; start < all.length; start += embedChunkTexts) {
@@ -176,7 +179,7 @@ export const makeIndexCore = (config: CoreConfig) =>
             if (index.setVector(item.id, item.hash, stored)) persistence.putVector(item.id, item.hash, stored)
           })
         }
-        if (modelSwitch?.previous() !== undefined) yield* modelSwitch.embedNext(all)
+        yield* embedNext(all)
       })
 
     /** Replaces `groups` of `store` in the index and in persistence, embedding what they need. */
