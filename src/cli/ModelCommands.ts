@@ -102,7 +102,7 @@ const useCommand = Command.make(
   Effect.fn(function* ({ dataDir, name }) {
     yield* useModel(dataDirOf(dataDir), name)
     yield* Console.log(
-      `serve will embed with ${name === builtinModelName ? "the built-in model" : name}; restart it to switch (records are re-embedded in the background)`,
+      `serve will embed with ${name === builtinModelName ? "the built-in model" : name}; restart it to switch (records are re-embedded in the background; the current model answers until they all are)`,
     )
   }),
 ).pipe(Command.withDescription(`Make serve embed with a pulled model (or ${builtinModelName})`))

@@ -72,6 +72,8 @@ export class Embedder extends Context.Service<
      * default model has to be built first, this waits for the build); `undefined` if that failed.
      */
     readonly modelId: Effect.Effect<string | undefined>
+    /** Where the model loads from (found as `modelId` is); `undefined` if that failed. */
+    readonly model: Effect.Effect<EncoderConfig | undefined>
     readonly status: () => EmbedderStatus
     /**
      * Embeds one query inline, loading the model first (waiting at most `queryModelWaitMs`);
@@ -388,6 +390,7 @@ export const makeEmbedder = (config: EmbedderConfig): Effect.Effect<Embedder["Se
           () => undefined,
         ),
       ),
+      model: Effect.promise(() => resolveModel().catch(() => undefined)),
       aligner: () => aligner,
       status: () => (status.state === "ready" ? { ...status, workerRunning: batchWorker?.isOpen() ?? false } : status),
       embedQuery: (text) =>

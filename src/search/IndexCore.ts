@@ -14,20 +14,20 @@
  * words meanwhile; `tick` embeds them once it is, and grows the ANN index in small steps.
  *
  * A start with another model than the vectors were made with (`mnemos model use`, `--model`)
- * drops them and re-embeds every document in the background (`embedMissing`, `reembedding` in the
- * stats): searches are answered throughout, by words, and by meaning for what is re-embedded.
+ * switches models without a gap (ModelSwitch.ts): the previous model and its vectors answer while
+ * `tick` re-embeds every document with the new one, and the two are swapped once it is done
+ * (`reembedding` in the stats). When the previous model cannot be loaded any more, its vectors
+ * are dropped and `embedMissing` re-embeds everything: searches are answered by words meanwhile,
+ * and by meaning for what is re-embedded.
  */
-import { Clock, Duration, Effect, Semaphore } from "effect"
+import { Clock, Duration, Effect, Scope, Semaphore } from "effect"
 import { Embedder, type EmbedderStatus } from "./Embedder.ts"
+import { makeMemoryPersistence } from "./MemoryPersistence.ts"
+import { type ModelSwitch, makeModelSwitch, previousModelConfig, type Reembedding } from "./ModelSwitch.ts"
 import type { SearchFilter, SearchHit, SearchMode } from "./Ranking.ts"
 import type { GroupDocuments, SearchDocument } from "./SearchDocument.ts"
 import { type IndexStats, noVector, type PendingEmbedding, SearchIndex, type Timeline } from "./SearchIndex.ts"
-import {
-  makeMemoryPersistence,
-  openLmdbPersistence,
-  type PersistedGroup,
-  type SearchPersistence,
-} from "./SearchPersistence.ts"
+import { openLmdbPersistence, type PersistedGroup, type SearchPersistence } from "./SearchPersistence.ts"
 
 /** Longest run of loading persisted documents before other work gets a turn (searches wait at most this). */
 export const warmSliceMs = 10
@@ -68,28 +68,21 @@ export interface CoreStats {
   readonly reembedding?: Reembedding
 }
 
-/** Re-embedding every document after a model change (`mnemos model use`, `--model`). */
-export interface Reembedding {
-  readonly from: string
-  readonly to: string
-  /** Documents embedded so far, of `total` (those without a vector when it began). */
-  readonly done: number
-  readonly total: number
-  readonly finished: boolean
-}
-
 /** How the core is set up. */
 export interface CoreConfig {
   /** The stores that have a search source; persisted groups of any other store are dropped. */
   readonly stores: ReadonlyArray<string>
   /** Persist under `<dataDir>/search/lmdb`; in memory only when absent. */
   readonly dataDir?: string | undefined
+  /** Texts per step of re-embedding after a model change (default `reembedChunkTexts`; tests lower it). */
+  readonly reembedChunkTexts?: number | undefined
 }
 
 /** Builds the core; it flushes and closes its persistence when the scope closes. */
 export const makeIndexCore = (config: CoreConfig) =>
   Effect.gen(function* () {
     const embedder = yield* Embedder
+    const scope = yield* Scope.Scope
     const lock = yield* Semaphore.make(1)
     const locked = <A, E, R>(effect: Effect.Effect<A, E, R>) => lock.withPermits(1)(effect)
     const persistence: SearchPersistence =
@@ -108,8 +101,12 @@ export const makeIndexCore = (config: CoreConfig) =>
       seqs.set(store, seq)
       persistence.setSeq(store, seq)
     }
-    /** The model change this start found, and the progress of re-embedding after it. */
+    /** The model change this start found, when the previous model answers until the new one is done. */
+    let modelSwitch: ModelSwitch | undefined
+    /** The model change this start found when the previous model could not answer, and its progress. */
     let reembedding: Reembedding | undefined
+    /** The model that embeds queries and documents for the vectors searches use now. */
+    const live = () => modelSwitch?.previous() ?? embedder
     /** Documents waiting for the model to load (by id: the latest content wins). */
     const deferred = new Map<string, PendingEmbedding>()
 
@@ -139,6 +136,7 @@ export const makeIndexCore = (config: CoreConfig) =>
         if (!now.has(id)) {
           persistence.removeDocument(store, change.group, id)
           persistence.removeVector(id)
+          modelSwitch?.removed(id)
         }
       // Only what changed is written: an entity with 5,000 observations gaining one writes one.
       for (const document of changed) persistence.putDocument(change.group, document)
@@ -147,17 +145,22 @@ export const makeIndexCore = (config: CoreConfig) =>
 
     /**
      * Embeds `pending` and whatever waited for the model, and stores the vectors that are still
-     * current; a text with no known word is stored as "no vector" so it is not tried again.
+     * current; a text with no known word is stored as "no vector" so it is not tried again. During
+     * a model switch, with both models.
      */
     const embed = (pending: ReadonlyArray<PendingEmbedding>) =>
       Effect.gen(function* () {
         if (pending.length === 0 && deferred.size === 0) return
+        const embedder = live()
         const model = yield* embedder.ready.pipe(Effect.timeoutOption(Duration.millis(modelWaitMs)))
         if (model._tag === "None") {
           for (const item of pending) deferred.set(item.id, item)
           return
         }
-        if (model.value.state !== "ready") return // failed: found by words only, as the health says
+        const embedNext = (items: ReadonlyArray<PendingEmbedding>) =>
+          modelSwitch?.previous() !== undefined ? modelSwitch.embedNext(items) : Effect.void
+        // Failed: found by words only, as the health says (the new model's vectors are made even so).
+        if (model.value.state !== "ready") return yield* embedNext(pending)
         const all = [...deferred.values(), ...pending]
         deferred.clear()
         for (let start = 0; start < all.length; start += embedChunkTexts) {
@@ -176,6 +179,7 @@ export const makeIndexCore = (config: CoreConfig) =>
             if (index.setVector(item.id, item.hash, stored)) persistence.putVector(item.id, item.hash, stored)
           })
         }
+        yield* embedNext(all)
       })
 
     /** Replaces `groups` of `store` in the index and in persistence, embedding what they need. */
@@ -206,17 +210,54 @@ export const makeIndexCore = (config: CoreConfig) =>
     const replace = (store: string, groups: ReadonlyArray<GroupDocuments>) => locked(replaceGroups(store, groups))
 
     /**
+     * Compares the model of the stored vectors with the embedder's: the same, or a change with the
+     * previous model still there (a switch, resumed if one was under way), or a change without it
+     * (its vectors dropped, unless the new model's made so far can take their place).
+     */
+    const planModel = Effect.gen(function* () {
+      const target = yield* embedder.modelId
+      if (target === undefined) return
+      const to = { id: target, config: yield* embedder.model }
+      const previous = persistence.model()
+      if (previous === undefined || previous.id === target) {
+        // Also empties what a switch cut short between its commit and its clean-up left behind.
+        yield* Effect.promise(() => persistence.dropNextModel())
+        persistence.setModel(to)
+        return
+      }
+      const previousConfig = previousModelConfig(previous, config.dataDir)
+      if (previousConfig !== undefined) {
+        modelSwitch = yield* makeModelSwitch(
+          {
+            index,
+            persistence,
+            next: embedder,
+            locked,
+            scope,
+            dataDir: config.dataDir,
+            chunkTexts: config.reembedChunkTexts,
+          },
+          previous,
+          previousConfig,
+          to,
+        )
+        return
+      }
+      reembedding = { from: previous.id, to: target, done: 0, total: 0, finished: false, previousModel: "unavailable" }
+      if (persistence.nextModel()?.id === target) yield* Effect.promise(() => persistence.switchToNextModel())
+      else {
+        yield* Effect.promise(() => persistence.clearVectors())
+        yield* Effect.promise(() => persistence.dropNextModel())
+        persistence.setModel(to)
+      }
+    })
+
+    /**
      * Loads what was persisted, in slices; returns each store's persisted sequence (what the
      * indexer compares with the store to decide on a reconcile).
      */
     const load = Effect.gen(function* () {
-      const modelId = yield* embedder.modelId
-      const previousModelId = persistence.modelId()
-      const modelChanged = modelId !== undefined && previousModelId !== modelId
-      if (modelChanged && previousModelId !== undefined)
-        reembedding = { from: previousModelId, to: modelId, done: 0, total: 0, finished: false }
-      if (modelChanged) yield* Effect.promise(() => persistence.clearVectors())
-      if (modelId !== undefined) persistence.setModelId(modelId)
+      yield* planModel
       const persistedSeqs: Record<string, number> = {}
       for (const name of stores) {
         const seq = persistence.seq(name)
@@ -230,13 +271,14 @@ export const makeIndexCore = (config: CoreConfig) =>
           for (const document of group.documents) {
             persistence.removeDocument(group.store, group.group, document.id)
             persistence.removeVector(document.id)
+            modelSwitch?.removed(document.id)
           }
           return
         }
         if (replacedWhileLoading?.has(groupKey(group.store, group.group))) return // an event got there first
         index.replaceGroup(group.store, group.group, group.documents)
         for (const document of group.documents) {
-          const stored = modelChanged ? undefined : persistence.vector(document.id)
+          const stored = persistence.vector(document.id)
           if (stored !== undefined) index.setVector(document.id, stored.hash, stored.vector)
         }
       }
@@ -278,33 +320,39 @@ export const makeIndexCore = (config: CoreConfig) =>
       }
     })
 
-    /** Background work: documents that waited for the model, and one step of the ANN index. */
+    /** Background work: documents that waited for the model, a step of re-embedding, one of the ANN index. */
     const tick = Effect.gen(function* () {
-      if (deferred.size > 0 && embedder.status().state === "ready") yield* locked(embed([]))
+      if (deferred.size > 0 && live().status().state === "ready") yield* locked(embed([]))
+      if (loaded && modelSwitch !== undefined) yield* modelSwitch.step
       if (index.vectors.annBacklogSize > 0 || (!index.vectors.annReady && index.vectors.size > 0))
         yield* locked(Effect.sync(() => index.vectors.buildAnnStep()))
     })
 
+    const embedQuery = (model: Embedder["Service"], request: SearchRequest) =>
+      request.mode === "lexical"
+        ? Effect.succeed(undefined)
+        : model.embedQuery(request.query).pipe(Effect.catch(() => Effect.succeed(undefined)))
+
     const search = (request: SearchRequest, now: number) =>
       Effect.gen(function* () {
-        const vector =
-          request.mode === "lexical"
-            ? undefined
-            : yield* embedder.embedQuery(request.query).pipe(Effect.catch(() => Effect.succeed(undefined)))
-        const hits = yield* locked(
-          Effect.sync(() =>
-            index.search({
+        const model = live()
+        const early = yield* embedQuery(model, request)
+        return yield* locked(
+          Effect.gen(function* () {
+            // The models were swapped meanwhile: the query is embedded again, as the vectors are now.
+            const vector = live() === model ? early : yield* embedQuery(live(), request)
+            const hits = index.search({
               text: request.query,
               mode: request.mode,
               filter: request.filter,
               limit: request.limit,
               vector,
               now,
-              aligner: embedder.aligner(),
-            }),
-          ),
+              aligner: live().aligner(),
+            })
+            return { hits, semantic: vector !== undefined } satisfies CoreSearchResult
+          }),
         )
-        return { hits, semantic: vector !== undefined } satisfies CoreSearchResult
       })
 
     const stats = (): CoreStats => ({
@@ -317,7 +365,11 @@ export const makeIndexCore = (config: CoreConfig) =>
       index: index.stats(),
       storageBytes: persistence.sizeBytes(),
       seqs: Object.fromEntries(seqs),
-      ...(reembedding !== undefined ? { reembedding } : {}),
+      ...(modelSwitch !== undefined
+        ? { reembedding: modelSwitch.progress() }
+        : reembedding !== undefined
+          ? { reembedding }
+          : {}),
     })
 
     return {

@@ -6,6 +6,10 @@
  * lock. Vectors arrive later than documents (they are computed in the embedder's worker), so
  * `setVector` takes the content hash the vector was computed from and ignores it when the
  * document has changed since.
+ *
+ * During a model switch (ModelSwitch.ts) a second set of vectors, the next model's, is filled
+ * beside the one searches use (`beginNextVectors` … `switchToNextVectors`); documents replaced or
+ * removed meanwhile update both, so the swap finds each set as current as the other.
  */
 import { type CompactWhen, fullTextFields, LexicalIndex } from "./LexicalIndex.ts"
 import {
@@ -95,9 +99,11 @@ export class SearchIndex {
   private readonly freeNums: Array<number> = []
   private readonly groups = new Map<string, Set<string>>()
   private readonly lexical: LexicalIndex
-  readonly vectors = new VectorIndex()
+  private live = new VectorIndex()
   /** Documents embedded without a vector (no word the model knows): not pending, nothing to find by meaning. */
-  private readonly withoutVector = new Set<number>()
+  private withoutVector = new Set<number>()
+  /** The next model's vectors, while a model switch moves them in. */
+  private next: { readonly vectors: VectorIndex; readonly without: Set<number> } | undefined
 
   /** `compactWhen`: when the full-text postings are rebuilt (LexicalIndex; tests compact often). */
   constructor(compactWhen?: CompactWhen) {
@@ -108,6 +114,11 @@ export class SearchIndex {
     return this.byId.size
   }
 
+  /** The vectors searches use. */
+  get vectors(): VectorIndex {
+    return this.live
+  }
+
   get(id: string): SearchDocument | undefined {
     return this.byId.get(id)?.document
   }
@@ -115,7 +126,7 @@ export class SearchIndex {
   /** The stored vector of `id`. */
   vectorOf(id: string): Float32Array | undefined {
     const entry = this.byId.get(id)
-    return entry === undefined ? undefined : this.vectors.get(entry.num)
+    return entry === undefined ? undefined : this.live.get(entry.num)
   }
 
   /** Every document, in no particular order. */
@@ -163,8 +174,10 @@ export class SearchIndex {
   private removeEntry(entry: Entry) {
     this.count(entry.document, -1)
     this.lexical.remove(entry.num)
-    this.vectors.remove(entry.num)
+    this.live.remove(entry.num)
     this.withoutVector.delete(entry.num)
+    this.next?.vectors.remove(entry.num)
+    this.next?.without.delete(entry.num)
     this.byId.delete(entry.document.id)
     this.byNum[entry.num] = undefined
     this.freeNums.push(entry.num)
@@ -207,9 +220,12 @@ export class SearchIndex {
         continue
       }
       let vector: Float32Array | undefined
+      let nextVector: Float32Array | undefined
       if (existing !== undefined) {
-        if (existing.hash === hash)
-          vector = this.withoutVector.has(existing.num) ? noVector : this.vectors.get(existing.num)
+        if (existing.hash === hash) {
+          vector = this.withoutVector.has(existing.num) ? noVector : this.live.get(existing.num)
+          nextVector = this.next?.without.has(existing.num) ? noVector : this.next?.vectors.get(existing.num)
+        }
         if (existing.groupKey !== key) this.remove(document.id)
         else this.removeEntry(existing)
       }
@@ -222,6 +238,7 @@ export class SearchIndex {
       this.lexical.add(num, store, documentFieldTerms(document))
       if (vector !== undefined) this.putVector(num, vector)
       else pending.push({ id: document.id, hash, text })
+      if (nextVector !== undefined) this.putNextVector(num, nextVector)
     }
     for (const id of previous) if (!next.has(id)) this.remove(id)
     if (next.size > 0) this.groups.set(key, next)
@@ -230,17 +247,76 @@ export class SearchIndex {
   }
 
   private isEmbedded(num: number): boolean {
-    return this.vectors.has(num) || this.withoutVector.has(num)
+    return this.live.has(num) || this.withoutVector.has(num)
   }
 
   private putVector(num: number, vector: Float32Array) {
     if (vector.length === 0) {
-      this.vectors.remove(num)
+      this.live.remove(num)
       this.withoutVector.add(num)
     } else {
       this.withoutVector.delete(num)
-      this.vectors.set(num, vector)
+      this.live.set(num, vector)
     }
+  }
+
+  private putNextVector(num: number, vector: Float32Array) {
+    if (this.next === undefined) return
+    if (vector.length === 0) {
+      this.next.vectors.remove(num)
+      this.next.without.add(num)
+    } else {
+      this.next.without.delete(num)
+      this.next.vectors.set(num, vector)
+    }
+  }
+
+  /** Starts an empty set of the next model's vectors (dropping any other). */
+  beginNextVectors(): void {
+    this.next = { vectors: new VectorIndex(), without: new Set() }
+  }
+
+  /** Like `setVector`, for the next model's set; false also when there is none. */
+  setNextVector(id: string, hash: string, vector: Float32Array): boolean {
+    const entry = this.byId.get(id)
+    if (this.next === undefined || entry === undefined || entry.hash !== hash) return false
+    this.putNextVector(entry.num, vector)
+    return true
+  }
+
+  /** Documents the next model's set has no vector for. */
+  missingNextVectors(): Array<PendingEmbedding> {
+    const next = this.next
+    if (next === undefined) return []
+    const out: Array<PendingEmbedding> = []
+    for (const entry of this.byId.values())
+      if (!next.vectors.has(entry.num) && !next.without.has(entry.num))
+        out.push({ id: entry.document.id, hash: entry.hash, text: embeddingText(entry.document) })
+    return out
+  }
+
+  /** Makes the next model's set the one searches use; the former one is let go. */
+  switchToNextVectors(): void {
+    if (this.next === undefined) throw new Error("no next vectors to switch to")
+    this.live = this.next.vectors
+    this.withoutVector = this.next.without
+    this.next = undefined
+  }
+
+  /** Lets the next model's set go (a switch given up). */
+  dropNextVectors(): void {
+    this.next = undefined
+  }
+
+  /** Every document id, in no particular order. */
+  ids(): Array<string> {
+    return [...this.byId.keys()]
+  }
+
+  /** What `id` is embedded from now, or undefined when it is gone. */
+  embeddingOf(id: string): PendingEmbedding | undefined {
+    const entry = this.byId.get(id)
+    return entry === undefined ? undefined : { id, hash: entry.hash, text: embeddingText(entry.document) }
   }
 
   /**
@@ -279,7 +355,7 @@ export class SearchIndex {
     const semantic =
       query.mode === "lexical" || query.vector === undefined
         ? []
-        : this.vectors
+        : this.live
             .search(query.vector, accept, fusionCandidatesMax, semanticSimilarityMin, this.tieBreak)
             .filter((hit, _, hits) => hit.similarity >= hits[0]!.similarity - semanticSimilarityWindow)
             .map((hit) => ({ document: this.byNum[hit.num]!.document, similarity: hit.similarity }))
@@ -327,13 +403,13 @@ export class SearchIndex {
   stats(): IndexStats {
     return {
       documents: this.byId.size,
-      vectors: this.vectors.size,
+      vectors: this.live.size,
       terms: this.lexical.terms,
       sessions: this.counts.session.size,
       byStore: Object.fromEntries(this.counts.store),
       byKind: Object.fromEntries(this.counts.kind),
-      annReady: this.vectors.annReady,
-      annBacklog: this.vectors.annBacklogSize,
+      annReady: this.live.annReady,
+      annBacklog: this.live.annBacklogSize,
     }
   }
 }

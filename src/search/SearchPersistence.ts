@@ -6,15 +6,23 @@
  * stores' truth: deleting it is always safe (search rebuilds from the stores). Writes are
  * lmdb-js asynchronous puts (grouped per tick into one transaction) and never block a search;
  * nothing here is acknowledged to anyone, so losing the tail in a crash only means the next
- * start reconciles with the stores. `makeMemory` is the in-memory twin for tests.
+ * start reconciles with the stores. MemoryPersistence.ts is the in-memory twin.
  *
  * A store's sequence is written only once the writes it covers are committed, and never again in
  * this process after a commit failed (a full disk): a later commit that succeeds must not record a
  * sequence past documents that were lost, so the next start finds an older sequence and reconciles.
  * A failed commit never ends the process.
  *
+ * Vectors live in two slots (LMDB dbs `vectors` and `vectors-1`): the current one, made with
+ * `model`, which searches use, and the other, which holds the next model's vectors while a model
+ * change re-embeds everything (`nextModel`; ModelSwitch.ts). They are written there as they are
+ * made, not held in memory; `switchToNextModel` makes the other slot current in one transaction
+ * (with every earlier write committed before it), so a crash leaves one model's complete set or
+ * the other's, never a mix. A slot no `nextModel` claims is emptied by `dropNextModel`.
+ *
  * Keys: documents `store \0 group \0 id` → SearchDocument (so a scan yields whole groups);
- * vectors `id` → 14-byte content hash + float32 data; meta `seq \0 store`, `model`.
+ * vectors `id` → 14-byte content hash + float32 data; meta `seq \0 store`, `model` (its id),
+ * `modelConfig` (where to load it), `nextModel` ({id, config}), `vectorsSlot` (0 or 1).
  */
 
 import { readdirSync, renameSync, rmSync, statSync } from "node:fs"
@@ -23,6 +31,7 @@ import { type Database, open, type RootDatabase } from "lmdb"
 import { guardLmdbCommitRejections, lmdbUsedBytes, settleLmdbWrite, syncLmdb } from "../stores/Checkpoint.ts"
 import { decodeKey, encodeKey } from "../stores/KeyCodec.ts"
 import { allocateLockFile } from "../stores/LmdbLockFile.ts"
+import type { EncoderConfig } from "./EncoderLoader.ts"
 import type { SearchDocument } from "./SearchDocument.ts"
 
 /** One persisted group. */
@@ -38,6 +47,13 @@ export interface PersistedVector {
   readonly vector: Float32Array
 }
 
+/** The model a set of vectors was made with: its id, and where it loads from (to load it again). */
+export interface PersistedModel {
+  readonly id: string
+  /** Absent in an index written before it was recorded. */
+  readonly config?: EncoderConfig | undefined
+}
+
 /** Search's derived data on disk (or in memory). */
 export interface SearchPersistence {
   readonly groups: () => Iterable<PersistedGroup>
@@ -51,8 +67,25 @@ export interface SearchPersistence {
   readonly clearVectors: () => Promise<void>
   readonly seq: (store: string) => number | undefined
   readonly setSeq: (store: string, seq: number) => void
-  readonly modelId: () => string | undefined
-  readonly setModelId: (id: string) => void
+  /** The model of the current vectors. */
+  readonly model: () => PersistedModel | undefined
+  readonly setModel: (model: PersistedModel) => void
+  /** The model whose vectors are being made in the other slot, if a model change is under way. */
+  readonly nextModel: () => PersistedModel | undefined
+  /** Empties the other slot, then records `model` as the one it is filled with. */
+  readonly beginNextModel: (model: PersistedModel) => Promise<void>
+  /** Forgets the next model and empties its slot. */
+  readonly dropNextModel: () => Promise<void>
+  readonly nextVector: (id: string) => PersistedVector | undefined
+  readonly putNextVector: (id: string, hash: string, vector: Float32Array) => void
+  readonly removeNextVector: (id: string) => void
+  /**
+   * Makes the next model's slot the current one, atomically, and empties the former current one
+   * (resolves when it is empty).
+   */
+  readonly switchToNextModel: () => Promise<void>
+  /** Resolves once every write so far is committed (reads see a write only then). */
+  readonly committed: () => Promise<void>
   readonly sizeBytes: () => number
   /**
    * Rewrites the files with the live entries only (LMDB's freed pages keep deleted text), so nothing
@@ -63,7 +96,8 @@ export interface SearchPersistence {
 }
 
 const sep = "\u0000"
-const documentKey = (store: string, group: string, id: string) => `${store}${sep}${group}${sep}${id}`
+/** A document's key: `store \0 group \0 id`. */
+export const documentKey = (store: string, group: string, id: string) => `${store}${sep}${group}${sep}${id}`
 const hashBytes = 14
 
 const encodeVector = (hash: string, vector: Float32Array): Buffer => {
@@ -84,7 +118,7 @@ const decodeVector = (bytes: Uint8Array): PersistedVector => {
 const groupOfKey = (key: string, store: string, id: string) => key.slice(store.length + 1, key.length - id.length - 1)
 
 /** Groups consecutive documents of a key-ordered scan. */
-function* groupRuns(entries: Iterable<{ key: string; value: SearchDocument }>): Iterable<PersistedGroup> {
+export function* groupRuns(entries: Iterable<{ key: string; value: SearchDocument }>): Iterable<PersistedGroup> {
   let current: { store: string; group: string; documents: Array<SearchDocument> } | undefined
   for (const { key, value } of entries) {
     // Groups may hold the separator themselves (a conversation's is `project\0id`): the store is
@@ -132,24 +166,33 @@ function* batchedGroups(documents: Database<SearchDocument, Buffer>): Iterable<P
   }
 }
 
+/** The LMDB dbs of the two vector slots. */
+const vectorSlotNames = ["vectors", "vectors-1"] as const
+type Slot = 0 | 1
+
 interface Handles {
   readonly env: RootDatabase
   readonly documents: Database<SearchDocument, Buffer>
-  readonly vectors: Database<Uint8Array, Buffer>
-  readonly meta: Database<string | number, Buffer>
+  readonly vectors: readonly [Database<Uint8Array, Buffer>, Database<Uint8Array, Buffer>]
+  readonly meta: Database<MetaValue, Buffer>
 }
+
+type MetaValue = string | number | EncoderConfig | PersistedModel
 
 const openHandles = (path: string): Handles => {
   // Its lock file allocated first: made sparse by LMDB, a full disk kills the process (SIGBUS).
   allocateLockFile(path)
-  const env: RootDatabase = open({ path, maxDbs: 4, compression: false })
+  const env: RootDatabase = open({ path, maxDbs: 5, compression: false })
   // Keys are bytes encoded by KeyCodec (lmdb-js string keys mangle long keys with U+0000); values
   // are JSON so every string round-trips.
   return {
     env,
     documents: env.openDB<SearchDocument, Buffer>({ name: "documents", encoding: "json", keyEncoding: "binary" }),
-    vectors: env.openDB<Uint8Array, Buffer>({ name: "vectors", encoding: "binary", keyEncoding: "binary" }),
-    meta: env.openDB<string | number, Buffer>({ name: "meta", encoding: "json", keyEncoding: "binary" }),
+    vectors: [
+      env.openDB<Uint8Array, Buffer>({ name: vectorSlotNames[0], encoding: "binary", keyEncoding: "binary" }),
+      env.openDB<Uint8Array, Buffer>({ name: vectorSlotNames[1], encoding: "binary", keyEncoding: "binary" }),
+    ],
+    meta: env.openDB<MetaValue, Buffer>({ name: "meta", encoding: "json", keyEncoding: "binary" }),
   }
 }
 
@@ -163,15 +206,20 @@ const compactChunkEntries = 1000
 const copyInto = async (from: Handles, path: string): Promise<void> => {
   const to = openHandles(path)
   try {
-    for (const name of ["documents", "vectors", "meta"] as const) {
+    const pairs = [
+      [from.documents, to.documents],
+      [from.vectors[0], to.vectors[0]],
+      [from.vectors[1], to.vectors[1]],
+      [from.meta, to.meta],
+    ] as ReadonlyArray<readonly [Database<unknown, Buffer>, Database<unknown, Buffer>]>
+    for (const [source, target] of pairs) {
       let chunk: Array<{ key: Buffer; value: unknown }> = []
-      const target = to[name] as Database<unknown, Buffer>
       const flush = () =>
         to.env.transactionSync(() => {
           for (const { key, value } of chunk) target.putSync(key, value)
           chunk = []
         })
-      for (const entry of from[name].getRange({})) {
+      for (const entry of source.getRange({})) {
         chunk.push(entry as { key: Buffer; value: unknown })
         if (chunk.length >= compactChunkEntries) flush()
       }
@@ -231,12 +279,44 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
     else await syncLmdb(handles.env)
     return failure
   }
+  const metaKey = (name: string) => encodeKey(name)
+  // Kept here as well as written: a read sees a write only once it is committed.
+  let slot: Slot = handles.meta.get(metaKey("vectorsSlot")) === 1 ? 1 : 0
+  const storedId = handles.meta.get(metaKey("model")) as string | undefined
+  const storedConfig = handles.meta.get(metaKey("modelConfig")) as EncoderConfig | undefined
+  let model: PersistedModel | undefined =
+    storedId === undefined
+      ? undefined
+      : { id: storedId, ...(storedConfig !== undefined ? { config: storedConfig } : {}) }
+  let nextModel = handles.meta.get(metaKey("nextModel")) as PersistedModel | undefined
+  const current = () => handles.vectors[slot]
+  const other = () => handles.vectors[slot === 0 ? 1 : 0]
+  const read = (db: Database<Uint8Array, Buffer>, id: string) => {
+    const bytes = db.getBinary(encodeKey(id))
+    return bytes === undefined ? undefined : decodeVector(bytes)
+  }
+  const writeModel = (written: PersistedModel) => {
+    model = written
+    watch(handles.meta.put(metaKey("model"), written.id))
+    watch(
+      written.config === undefined
+        ? handles.meta.remove(metaKey("modelConfig"))
+        : handles.meta.put(metaKey("modelConfig"), written.config),
+    )
+  }
+  /** Empties a db, in order with the other writes (and waited for by `close` and `compact` as they are). */
+  const clear = (db: Database<Uint8Array, Buffer>): Promise<void> => {
+    const cleared = db.clearAsync()
+    watch(cleared)
+    return cleared.then(() => undefined)
+  }
+  const forgetNextModel = () => {
+    nextModel = undefined
+    watch(handles.meta.remove(metaKey("nextModel")))
+  }
   return {
     groups: () => batchedGroups(handles.documents),
-    vector: (id) => {
-      const bytes = handles.vectors.getBinary(encodeKey(id))
-      return bytes === undefined ? undefined : decodeVector(bytes)
-    },
+    vector: (id) => read(current(), id),
     groupDocumentIds: (store, group) => {
       // The range of `store\0group\0` also holds longer groups that begin with it (`group\0x`).
       const prefix = `${store}${sep}${group}${sep}`
@@ -251,17 +331,42 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
     putDocument: (group, document) =>
       watch(handles.documents.put(encodeKey(documentKey(document.store, group, document.id)), document)),
     removeDocument: (store, group, id) => watch(handles.documents.remove(encodeKey(documentKey(store, group, id)))),
-    putVector: (id, hash, vector) => watch(handles.vectors.put(encodeKey(id), encodeVector(hash, vector))),
-    removeVector: (id) => watch(handles.vectors.remove(encodeKey(id))),
-    clearVectors: () => handles.vectors.clearAsync().then(() => undefined),
+    putVector: (id, hash, vector) => watch(current().put(encodeKey(id), encodeVector(hash, vector))),
+    removeVector: (id) => watch(current().remove(encodeKey(id))),
+    clearVectors: () => clear(current()),
     seq: (store) => handles.meta.get(encodeKey(`seq${sep}${store}`)) as number | undefined,
     setSeq: (store, seq) =>
       void settleLmdbWrite(lastWrite).then((failed) => {
         if (failed === undefined && failure === undefined) watch(handles.meta.put(encodeKey(`seq${sep}${store}`), seq))
       }),
-    modelId: () => handles.meta.get(encodeKey("model")) as string | undefined,
-    setModelId: (id) => watch(handles.meta.put(encodeKey("model"), id)),
-    sizeBytes: () => lmdbUsedBytes([handles.env, handles.documents, handles.vectors, handles.meta]),
+    model: () => model,
+    setModel: writeModel,
+    nextModel: () => nextModel,
+    beginNextModel: async (next) => {
+      forgetNextModel()
+      await clear(other())
+      nextModel = next
+      watch(handles.meta.put(metaKey("nextModel"), next))
+    },
+    dropNextModel: async () => {
+      forgetNextModel()
+      await clear(other())
+    },
+    nextVector: (id) => read(other(), id),
+    putNextVector: (id, hash, vector) => watch(other().put(encodeKey(id), encodeVector(hash, vector))),
+    removeNextVector: (id) => watch(other().remove(encodeKey(id))),
+    switchToNextModel: async () => {
+      if (nextModel === undefined) throw new Error("no next model to switch to")
+      const former = current()
+      // One JavaScript turn: one transaction, committed after every earlier write.
+      slot = slot === 0 ? 1 : 0
+      watch(handles.meta.put(metaKey("vectorsSlot"), slot))
+      writeModel(nextModel)
+      forgetNextModel()
+      await clear(former)
+    },
+    committed: () => settleLmdbWrite(lastWrite).then(() => undefined),
+    sizeBytes: () => lmdbUsedBytes([handles.env, handles.documents, ...handles.vectors, handles.meta]),
     compact: async () => {
       // lmdb-js never finishes closing an environment whose last commit failed: the compaction
       // would wait for it for good, and the search thread with it (every later search unanswered).
@@ -286,37 +391,5 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
       // is synced first, and the process is ending anyway.
       if ((await settled()) === undefined) await handles.env.close()
     },
-  }
-}
-
-/** The in-memory twin: same contract, nothing on disk. */
-export const makeMemoryPersistence = (): SearchPersistence => {
-  const documents = new Map<string, SearchDocument>()
-  const vectors = new Map<string, PersistedVector>()
-  const meta = new Map<string, string | number>()
-  return {
-    groups: () =>
-      groupRuns(
-        [...documents.entries()]
-          .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-          .map(([key, value]) => ({ key, value })),
-      ),
-    vector: (id) => vectors.get(id),
-    groupDocumentIds: (store, group) =>
-      [...documents.entries()]
-        .filter(([key, document]) => key === documentKey(store, group, document.id))
-        .map(([, document]) => document.id),
-    putDocument: (group, document) => void documents.set(documentKey(document.store, group, document.id), document),
-    removeDocument: (store, group, id) => void documents.delete(documentKey(store, group, id)),
-    putVector: (id, hash, vector) => void vectors.set(id, { hash, vector: vector.slice() }),
-    removeVector: (id) => void vectors.delete(id),
-    clearVectors: async () => vectors.clear(),
-    seq: (store) => meta.get(`seq${sep}${store}`) as number | undefined,
-    setSeq: (store, seq) => void meta.set(`seq${sep}${store}`, seq),
-    modelId: () => meta.get("model") as string | undefined,
-    setModelId: (id) => void meta.set("model", id),
-    sizeBytes: () => 0,
-    compact: async () => ({ bytesBefore: 0, bytesAfter: 0 }),
-    close: async () => undefined,
   }
 }

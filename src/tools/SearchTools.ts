@@ -14,6 +14,7 @@ import { currentGen } from "../conversations/Generations.ts"
 import { readStored } from "../conversations/MessageState.ts"
 import { projectNameBytesMax } from "../graph/Model.ts"
 import { type SearchHealth, SearchIndexer, type SearchRequest } from "../search/Indexer.ts"
+import type { Reembedding } from "../search/ModelSwitch.ts"
 import { isSeedEventType, type SearchHit, type SearchMode, searchModes, shownTypeOf } from "../search/Ranking.ts"
 import type { SearchDocument } from "../search/SearchDocument.ts"
 import type { Timeline } from "../search/SearchIndex.ts"
@@ -322,6 +323,14 @@ const detailOf = (document: SearchDocument): Effect.Effect<MemoryDetail, never, 
   })
 
 /** seed 000's statistics, plus index health. */
+/** What answers searches by meaning while a re-embed runs. */
+const reembeddingMeanwhile = (reembedding: Reembedding) =>
+  reembedding.finished
+    ? ""
+    : reembedding.previousModel === "unavailable"
+      ? "; the previous model could not be loaded: search by meaning covers the re-embedded documents only until done"
+      : "; searches by meaning use the previous model and its vectors until done"
+
 export const formatStats = (health: SearchHealth) =>
   [
     "## Memory Statistics",
@@ -334,7 +343,7 @@ export const formatStats = (health: SearchHealth) =>
     `- **Model**: ${health.embedder.state === "ready" ? `${health.embedder.modelId} (${health.embedder.dimensions}-d)` : health.embedder.state}`,
     ...(health.reembedding !== undefined
       ? [
-          `- **Re-embedding**: ${health.reembedding.finished ? "done" : "in progress"}, ${health.reembedding.done} of ${health.reembedding.total} documents (${health.reembedding.from} → ${health.reembedding.to})`,
+          `- **Re-embedding**: ${health.reembedding.finished ? "done" : "in progress"}, ${health.reembedding.done} of ${health.reembedding.total} documents (${health.reembedding.from} → ${health.reembedding.to})${reembeddingMeanwhile(health.reembedding)}`,
         ]
       : []),
     `- **By store**: ${

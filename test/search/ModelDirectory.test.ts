@@ -83,10 +83,13 @@ describe("mnemos serve --model DIR", () => {
   })
 })
 
-/** mem-stats, asked until `done` holds of its text (the model loads and re-embeds in the background). */
+/**
+ * mem-stats, asked until `done` holds of its text (the model loads and re-embeds in the background;
+ * without dist/models the built-in model is built first, which a busy machine takes a minute for).
+ */
 const statsUntil = async (client: Parameters<typeof callOk>[0], done: (text: string) => boolean) => {
   let text = ""
-  for (let attempt = 0; attempt < 200 && !done(text); attempt++) {
+  for (let attempt = 0; attempt < 900 && !done(text); attempt++) {
     if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 100))
     text = (await callOk(client, "mem-stats", {})).text
   }
@@ -102,6 +105,7 @@ describe("mnemos model use, then serve", () => {
       entities: names.map((name) => ({ name, entityType: "note", observations: [`hello world ${name}`] })),
     })
     const builtin = await statsUntil(first.client, (text) => /Total Vectors\*\*: [1-9]/.test(text))
+    assert.match(builtin, /Total Vectors\*\*: [1-9]/, "the built-in model embedded the records")
     assert.notInclude(builtin, "transformer:")
     await kill(first)
 
@@ -137,5 +141,5 @@ describe("mnemos model use, then serve", () => {
       (error: unknown) => String(error),
     )
     assert.include(outcome, "mnemos model use builtin")
-  })
+  }, 300_000)
 })

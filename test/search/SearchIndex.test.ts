@@ -1,7 +1,8 @@
 /**
  * The search index answers exactly what a brute-force scan answers, after any sequence of
  * creates, updates and deletes (property test on random corpora; the full-text postings compacted
- * at once or never), and its timeline equals a sort.
+ * at once or never), and its timeline equals a sort. A next model's vector set, filled beside the
+ * live one, follows the documents replaced and removed meanwhile, and replaces it whole.
  */
 import fc from "fast-check"
 import { assert, describe, it } from "vitest"
@@ -219,5 +220,46 @@ describe("SearchIndex", () => {
       ["b", "a"],
     )
     assert.isAbove(hits[0]!.score_breakdown.fulltext, hits[1]!.score_breakdown.fulltext)
+  })
+
+  it("keeps a next model's vectors current through replaces and removals, then swaps them in", () => {
+    const index = new SearchIndex()
+    const base = { store: "s", project: "p", kind: "note", at: now, title: "" }
+    const unit = (...values: Array<number>) => Float32Array.from(values)
+    const group = (texts: Record<string, string>) =>
+      index.replaceGroup(
+        "s",
+        "g",
+        Object.entries(texts).map(([id, text]) => ({ ...base, id, text, fields: { revision: text.length } })),
+      )
+    for (const pending of group({ a: "alpha", b: "beta", c: "gamma" }))
+      index.setVector(pending.id, pending.hash, unit(1, 0))
+    index.beginNextVectors()
+    for (const id of ["a", "b", "c"]) {
+      const { hash } = index.embeddingOf(id)!
+      assert.isTrue(index.setNextVector(id, hash, unit(0, 0, 1)))
+    }
+    // a: same text, other fields (its next vector comes along); b: new text; c: removed.
+    index.replaceGroup("s", "g", [
+      { ...base, id: "a", text: "alpha", fields: { revision: 99 } },
+      { ...base, id: "b", text: "beta changed" },
+    ])
+    assert.deepStrictEqual(
+      index.missingNextVectors().map((pending) => pending.id),
+      ["b"],
+    )
+    const b = index.embeddingOf("b")!
+    assert.isFalse(index.setNextVector("b", "stale hash", unit(0, 1, 0)), "a stale vector is refused")
+    assert.isTrue(index.setNextVector("b", b.hash, unit(0, 1, 0)))
+    assert.deepStrictEqual(index.missingNextVectors(), [])
+    const semantic = (vector: Float32Array) =>
+      index
+        .search({ text: "", mode: "semantic", filter: {}, limit: 5, now, vector })
+        .map((hit) => [hit.document.id, hit.similarity])
+    assert.deepStrictEqual(semantic(unit(1, 0)), [["a", 1]], "the live set answers until the swap")
+    index.switchToNextVectors()
+    assert.deepStrictEqual(semantic(unit(0, 0, 1)), [["a", 1]])
+    assert.deepStrictEqual(semantic(unit(0, 1, 0)), [["b", 1]])
+    assert.strictEqual(index.stats().vectors, 2)
   })
 })

@@ -1,6 +1,7 @@
 /**
  * Search's persistence and its in-memory twin keep the same contract (one suite, both layers):
- * groups come back whole and in key order, vectors with their hash, sequences and model id.
+ * groups come back whole and in key order, vectors with their hash, sequences and model id; the next
+ * model's vectors stay apart from the current ones until the switch, across reopening.
  */
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -8,12 +9,9 @@ import { join } from "node:path"
 import { setTimeout as sleep } from "node:timers/promises"
 import { open } from "lmdb"
 import { afterAll, assert, describe, it } from "vitest"
+import { makeMemoryPersistence } from "../../src/search/MemoryPersistence.ts"
 import type { SearchDocument } from "../../src/search/SearchDocument.ts"
-import {
-  makeMemoryPersistence,
-  openLmdbPersistence,
-  type SearchPersistence,
-} from "../../src/search/SearchPersistence.ts"
+import { openLmdbPersistence, type SearchPersistence } from "../../src/search/SearchPersistence.ts"
 
 const dirs: Array<string> = []
 afterAll(() => {
@@ -62,7 +60,7 @@ describe.each(layers)("SearchPersistence (%s)", (_, make) => {
     first.putVector("c", "hash-c", Float32Array.of(1, 0))
     first.removeVector("c")
     first.setSeq("s", 42)
-    first.setModelId("model-1")
+    first.setModel({ id: "model-1", config: { kind: "transformer", dir: "/m1" } })
     await first.close()
     const second = layer.open()
     assert.deepStrictEqual(
@@ -80,10 +78,54 @@ describe.each(layers)("SearchPersistence (%s)", (_, make) => {
     assert.strictEqual(second.vector("c"), undefined)
     assert.strictEqual(second.seq("s"), 42)
     assert.strictEqual(second.seq("t"), undefined)
-    assert.strictEqual(second.modelId(), "model-1")
+    assert.deepStrictEqual(second.model(), { id: "model-1", config: { kind: "transformer", dir: "/m1" } })
     await second.clearVectors()
     assert.strictEqual(second.vector("a"), undefined)
     await second.close()
+  })
+
+  it("keeps the next model's vectors apart until the switch, which makes them current at once", async () => {
+    const layer = make()
+    const first = layer.open()
+    first.setModel({ id: "old" })
+    first.putVector("a", "hash-a", Float32Array.of(1, 0))
+    first.putVector("b", "hash-b", Float32Array.of(0, 1))
+    await first.beginNextModel({ id: "new", config: { kind: "transformer", dir: "/new" } })
+    first.putNextVector("a", "hash-a", Float32Array.of(0.5, 0.5, 0.5))
+    first.putNextVector("b", "hash-b", Float32Array.of(0.25, 0.25, 0.25))
+    first.removeNextVector("b")
+    assert.deepStrictEqual([...first.vector("a")!.vector], [1, 0], "the current slot is untouched")
+    await first.close()
+
+    const second = layer.open()
+    assert.deepStrictEqual(second.model(), { id: "old" })
+    assert.deepStrictEqual(second.nextModel(), { id: "new", config: { kind: "transformer", dir: "/new" } })
+    assert.deepStrictEqual([...second.nextVector("a")!.vector], [0.5, 0.5, 0.5])
+    assert.strictEqual(second.nextVector("b"), undefined)
+    assert.deepStrictEqual([...second.vector("b")!.vector], [0, 1])
+    await second.switchToNextModel()
+    assert.deepStrictEqual(second.model(), { id: "new", config: { kind: "transformer", dir: "/new" } })
+    assert.strictEqual(second.nextModel(), undefined)
+    assert.deepStrictEqual([...second.vector("a")!.vector], [0.5, 0.5, 0.5])
+    assert.strictEqual(second.vector("b"), undefined)
+    assert.strictEqual(second.nextVector("a"), undefined, "the former vectors are gone")
+    second.putVector("c", "hash-c", Float32Array.of(1, 1, 1))
+    await second.close()
+
+    const third = layer.open()
+    assert.strictEqual(third.model()?.id, "new")
+    assert.deepStrictEqual([...third.vector("c")!.vector], [1, 1, 1])
+    await third.beginNextModel({ id: "newer" })
+    third.putNextVector("a", "hash-a", Float32Array.of(1))
+    await third.dropNextModel()
+    assert.strictEqual(third.nextModel(), undefined)
+    assert.strictEqual(third.nextVector("a"), undefined)
+    await third.close()
+    const fourth = layer.open()
+    assert.strictEqual(fourth.nextModel(), undefined)
+    assert.strictEqual(fourth.nextVector("a"), undefined)
+    assert.deepStrictEqual([...fourth.vector("a")!.vector], [0.5, 0.5, 0.5])
+    await fourth.close()
   })
 
   it("gives back a group whose key holds the separator whole (a conversation's is project\\0id)", async () => {

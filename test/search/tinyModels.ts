@@ -16,7 +16,13 @@ export const matrix = (rows: number, columns: number, seed: number) => {
   })
 }
 
-const parts = () => {
+/** A tiny BERT's shape: its hidden size and the seed of its embedding tables. */
+export interface TinyBertShape {
+  readonly hidden: number
+  readonly seed: number
+}
+
+const parts = ({ hidden, seed }: TinyBertShape = { hidden: 8, seed: 11 }) => {
   const vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "un", "##aff", "##able", "hello", "world", ",", "!", "cafe"]
   const tokenizerJson = {
     normalizer: { type: "BertNormalizer", lowercase: true, strip_accents: null },
@@ -29,9 +35,8 @@ const parts = () => {
       vocab: Object.fromEntries(vocab.map((token, id) => [token, id])),
     },
   }
-  const hidden = 8
-  const wordEmbeddings = matrix(vocab.length, hidden, 11)
-  const typeEmbeddings = matrix(2, hidden, 13)
+  const wordEmbeddings = matrix(vocab.length, hidden, seed)
+  const typeEmbeddings = matrix(2, hidden, seed + 2)
 
   /** A BERT-shaped graph: embeddings of ids plus token types, zeroed where the mask is 0. */
   const model = () =>
@@ -68,8 +73,12 @@ export const tinyBertParts = parts()
 /** The tiny BERT's model.onnx bytes: embeddings of ids plus token types, zeroed where the mask is 0. */
 export const tinyBertModel = (): Uint8Array => tinyBertParts.model()
 
-/** Writes model.onnx and tokenizer.json of the tiny BERT into `dir` (a model directory like all-MiniLM-L6-v2's). */
-export const writeTinyBert = (dir: string): void => {
-  writeFileSync(join(dir, "model.onnx"), tinyBertModel())
-  writeFileSync(join(dir, "tokenizer.json"), JSON.stringify(tinyBertParts.tokenizerJson))
+/**
+ * Writes model.onnx and tokenizer.json of the tiny BERT into `dir` (a model directory like
+ * all-MiniLM-L6-v2's); another `shape` makes another model (same vocabulary).
+ */
+export const writeTinyBert = (dir: string, shape?: TinyBertShape): void => {
+  const bert = shape === undefined ? tinyBertParts : parts(shape)
+  writeFileSync(join(dir, "model.onnx"), bert.model())
+  writeFileSync(join(dir, "tokenizer.json"), JSON.stringify(bert.tokenizerJson))
 }

@@ -25,6 +25,7 @@ interface SearchHealth {
     readonly total: number
     readonly finished: boolean
     readonly to: string
+    readonly previousModel?: string
   }
 }
 
@@ -240,7 +241,11 @@ const StatsBody = (props: {
             health?.index !== undefined
               ? `documents · ${formatCount(health.index.vectors ?? 0)} vectors${
                   health.reembedding !== undefined && !health.reembedding.finished
-                    ? ` · re-embedding ${formatCount(health.reembedding.done)} of ${formatCount(health.reembedding.total)} (new model)`
+                    ? ` · re-embedding ${formatCount(health.reembedding.done)} of ${formatCount(health.reembedding.total)} for the new model (${
+                        health.reembedding.previousModel === "unavailable"
+                          ? "meaning search covers those only"
+                          : "the previous model answers until then"
+                      })`
                     : ""
                 }`
               : ""

@@ -1,0 +1,69 @@
+/**
+ * The in-memory twin of search's persistence (SearchPersistence.ts): the same contract, nothing on
+ * disk. The index core uses it when there is no data directory; one suite runs against both.
+ */
+import type { SearchDocument } from "./SearchDocument.ts"
+import {
+  documentKey,
+  groupRuns,
+  type PersistedModel,
+  type PersistedVector,
+  type SearchPersistence,
+} from "./SearchPersistence.ts"
+
+/** The in-memory twin: same contract, nothing on disk. */
+export const makeMemoryPersistence = (): SearchPersistence => {
+  const documents = new Map<string, SearchDocument>()
+  let vectors = new Map<string, PersistedVector>()
+  let nextVectors = new Map<string, PersistedVector>()
+  const seqs = new Map<string, number>()
+  let model: PersistedModel | undefined
+  let nextModel: PersistedModel | undefined
+  return {
+    groups: () =>
+      groupRuns(
+        [...documents.entries()]
+          .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+          .map(([key, value]) => ({ key, value })),
+      ),
+    vector: (id) => vectors.get(id),
+    groupDocumentIds: (store, group) =>
+      [...documents.entries()]
+        .filter(([key, document]) => key === documentKey(store, group, document.id))
+        .map(([, document]) => document.id),
+    putDocument: (group, document) => void documents.set(documentKey(document.store, group, document.id), document),
+    removeDocument: (store, group, id) => void documents.delete(documentKey(store, group, id)),
+    putVector: (id, hash, vector) => void vectors.set(id, { hash, vector: vector.slice() }),
+    removeVector: (id) => void vectors.delete(id),
+    clearVectors: async () => vectors.clear(),
+    seq: (store) => seqs.get(store),
+    setSeq: (store, seq) => void seqs.set(store, seq),
+    model: () => model,
+    setModel: (written) => {
+      model = written
+    },
+    nextModel: () => nextModel,
+    beginNextModel: async (next) => {
+      nextVectors.clear()
+      nextModel = next
+    },
+    dropNextModel: async () => {
+      nextVectors.clear()
+      nextModel = undefined
+    },
+    nextVector: (id) => nextVectors.get(id),
+    putNextVector: (id, hash, vector) => void nextVectors.set(id, { hash, vector: vector.slice() }),
+    removeNextVector: (id) => void nextVectors.delete(id),
+    switchToNextModel: async () => {
+      if (nextModel === undefined) throw new Error("no next model to switch to")
+      ;[vectors, nextVectors] = [nextVectors, vectors]
+      nextVectors.clear()
+      model = nextModel
+      nextModel = undefined
+    },
+    committed: async () => undefined,
+    sizeBytes: () => 0,
+    compact: async () => ({ bytesBefore: 0, bytesAfter: 0 }),
+    close: async () => undefined,
+  }
+}
