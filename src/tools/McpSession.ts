@@ -45,6 +45,7 @@ import { type GraphEvent, graphStore } from "../graph/GraphStore.ts"
 import { defaultProjectName } from "../graph/Model.ts"
 import { filterPrivate } from "../privacy/PrivacyFilter.ts"
 import { promptsFor } from "./Catalogue.ts"
+import { answeringToolCalls, type CallTool } from "./DirectToolCalls.ts"
 import { checkingParams, type RequestSchema } from "./ParamsCheck.ts"
 import { retryKey } from "./RetryKey.ts"
 import type { SessionServices, Tool, ToolCaller, ToolError } from "./Tool.ts"
@@ -219,11 +220,12 @@ export const startSession = (
       tools: options.tools.map((tool) => tool.definition) as never,
     }))
 
-    server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
-      const tool = toolsByName.get(request.params.name)
-      if (tool === undefined) return isError(`MCP error -32602: Tool ${request.params.name} not found`)
+    /** Answers a tool call; plain calls come straight from the transport (DirectToolCalls.ts). */
+    const callTool: CallTool = async (name, args, requestId) => {
+      const tool = toolsByName.get(name)
+      if (tool === undefined) return isError(`MCP error -32602: Tool ${name} not found`)
       // The privacy filter runs before decoding, so no store ever sees a secret (privacy/PrivacyFilter.ts).
-      const filtered = filterPrivate(request.params.arguments ?? {})
+      const filtered = filterPrivate(args ?? {})
       const decoded = Schema.decodeUnknownResult(tool.args)(filtered)
       if (Result.isFailure(decoded)) {
         const message = `MCP error -32602: Input validation error: Invalid arguments for tool ${tool.definition.name}: ${decoded.failure.message}`
@@ -236,7 +238,7 @@ export const startSession = (
       const exit = await run(
         tool.run(
           decoded.success,
-          await caller(extra.requestId, request.method, { name: tool.definition.name, arguments: filtered }),
+          await caller(requestId, "tools/call", { name: tool.definition.name, arguments: filtered }),
         ),
       )
       if (Exit.isSuccess(exit)) {
@@ -260,7 +262,10 @@ export const startSession = (
           message: "internal error: the call failed unexpectedly",
         } as ToolError),
       )
-    })
+    }
+    server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
+      callTool(request.params.name, request.params.arguments, extra.requestId),
+    )
 
     if (prompts.length > 0) {
       const promptsByName = new Map(prompts.map((prompt) => [prompt.definition.name, prompt]))
@@ -377,7 +382,7 @@ export const startSession = (
       }),
     )
 
-    yield* Effect.promise(() => server.connect(checkingParams(transport, paramsSchemas)))
+    yield* Effect.promise(() => server.connect(checkingParams(answeringToolCalls(transport, callTool), paramsSchemas)))
     yield* Effect.addFinalizer(() =>
       Effect.promise(() => server.close().catch(() => undefined)).pipe(
         Effect.andThen(Fiber.interruptAll([...(notifier ? [notifier] : []), ...providerNotifiers])),
