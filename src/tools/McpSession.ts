@@ -6,7 +6,8 @@
  * roots when it offers them (the first root's directory name; re-read on roots/list_changed),
  * else "default"; it is resolved once, lazily, before the first call that needs it. Arguments are
  * decoded with each tool's Schema; a decoding failure, an unknown tool or a failing handler all
- * become `isError` results, so no input can crash the server. Committed graph events in the
+ * become `isError` results, so no input can crash the server. Plain `tools/call` requests reach
+ * the handler straight from the transport, without the SDK's parsing (DirectToolCalls.ts). Committed graph events in the
  * session's project notify the client when it subscribed to `memory://knowledge-graph`. Extra
  * resources (the daemon's terminal and editor telemetry) come from `ResourceProvider`s: listed,
  * read as JSON, and announced to subscribed clients when their provider signals a change.
