@@ -39,11 +39,15 @@ export const memoryOf = (pid: number): MemorySample | undefined => {
   }
 }
 
-/** User + system CPU time of `pid` (every thread) in ms; undefined once it has gone. */
-export const cpuMsOf = (pid: number): number | undefined => {
+/**
+ * User + system CPU time of `pid` in ms — every thread, or with `mainThread` only the thread that
+ * runs its event loop (the thread whose id is the pid); undefined once it has gone.
+ */
+export const cpuMsOf = (pid: number, options: { readonly mainThread?: boolean } = {}): number | undefined => {
   try {
+    const stat = options.mainThread === true ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`
     // Fields after the command name (which may hold spaces) start at index 2 ("state").
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+    const fields = readFileSync(stat, "utf8").split(") ")[1]!.split(" ")
     return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100 // utime, stime in clock ticks (USER_HZ 100)
   } catch {
     return undefined

@@ -16,6 +16,7 @@ const suites: Record<string, () => Promise<BenchSuite>> = {
   retrieval: async () => (await import("./retrieval.ts")).suite,
   conversations: async () => (await import("./conversations.ts")).suite,
   transports: async () => (await import("./transports.ts")).suite,
+  writes: async () => (await import("./writes.ts")).suite,
   footprint: async () => (await import("./footprint.ts")).suite,
   cluster: async () => (await import("./cluster.ts")).suite,
 }

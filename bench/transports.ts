@@ -49,6 +49,7 @@ import {
   startDaemon,
   tempDir,
 } from "../test/transports/harness.ts"
+import { cpuMsOf } from "./ProcessStats.ts"
 import { type BenchSuite, quantile, round } from "./Table.ts"
 
 const seededEntities = 1_000
@@ -180,7 +181,7 @@ const throughput = async (clients: ReadonlyArray<Client>, target: Target, durati
   }
 }
 
-const connectNetwork = async (kind: NetworkTransport, url: string): Promise<Client> => {
+export const connectNetwork = async (kind: NetworkTransport, url: string): Promise<Client> => {
   const client = new Client({ name: "bench", version: "1.0.0" })
   await client.connect(await clientTransport(kind, url))
   return client
@@ -250,8 +251,11 @@ const subscribe = (url: string, dataDir: string): Promise<{ seen: Set<string>; c
     socket.once("error", reject)
   })
 
-/** 32 agents writing one entity per call over WebSocket while 8 subscribers follow the dashboard feed. */
-const agentsWriting = async (url: string, dataDir: string, durationMs: number) => {
+/**
+ * 32 agents writing one entity per call over WebSocket while 8 subscribers follow the dashboard
+ * feed; with the daemon's pid, its CPU per acknowledged call too (every thread, and the main one).
+ */
+export const agentsWriting = async (url: string, dataDir: string, durationMs: number, daemonPid?: number) => {
   const subscribers = await Promise.all(Array.from({ length: dashboardSubscribers }, () => subscribe(url, dataDir)))
   const agents = await Promise.all(Array.from({ length: writingAgents }, () => connectNetwork("ws", url)))
   const written: Array<string> = []
@@ -259,6 +263,7 @@ const agentsWriting = async (url: string, dataDir: string, durationMs: number) =
   let failed = 0
   const deadline = performance.now() + durationMs
   const started = performance.now()
+  const cpuBefore = daemonPid === undefined ? undefined : daemonCpu(daemonPid)
   await Promise.all(
     agents.map(async (agent, index) => {
       for (let call = 0; performance.now() < deadline; call++) {
@@ -277,6 +282,7 @@ const agentsWriting = async (url: string, dataDir: string, durationMs: number) =
     }),
   )
   const elapsedMs = performance.now() - started
+  const cpu = cpuBefore === undefined ? undefined : cpuPerCall(daemonPid!, cpuBefore, written.length + failed)
   // Every subscriber must be told of every acknowledged write (give the feed a moment to flush).
   const allSeen = () => subscribers.every(({ seen }) => written.every((name) => seen.has(name)))
   for (let waited = 0; waited < 5_000 && !allSeen(); waited += 50) await new Promise((r) => setTimeout(r, 50))
@@ -293,6 +299,22 @@ const agentsWriting = async (url: string, dataDir: string, durationMs: number) =
     p50Ms: round(quantile(latencies, 0.5)),
     p99Ms: round(quantile(latencies, 0.99)),
     missedBySubscribers: missed,
+    ...(cpu === undefined ? {} : { serverCpuUsPerCall: cpu.processUs, mainThreadCpuUsPerCall: cpu.mainThreadUs }),
+  }
+}
+
+/** The daemon's CPU so far, ms: every thread, and its main thread. */
+export const daemonCpu = (pid: number) => ({
+  processMs: cpuMsOf(pid) ?? Number.NaN,
+  mainThreadMs: cpuMsOf(pid, { mainThread: true }) ?? Number.NaN,
+})
+
+/** The daemon's CPU per call since `before`, µs. */
+export const cpuPerCall = (pid: number, before: ReturnType<typeof daemonCpu>, calls: number) => {
+  const after = daemonCpu(pid)
+  return {
+    processUs: round(((after.processMs - before.processMs) * 1000) / calls, 0),
+    mainThreadUs: round(((after.mainThreadMs - before.mainThreadMs) * 1000) / calls, 0),
   }
 }
 
@@ -374,7 +396,7 @@ export const suite: BenchSuite = {
           })
         }
       }
-      writing = await agentsWriting(daemon.url, daemon.dataDir, durationMs)
+      writing = await agentsWriting(daemon.url, daemon.dataDir, durationMs, daemon.pid)
     } finally {
       floor.stop()
       await cleanup()

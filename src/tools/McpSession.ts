@@ -6,7 +6,8 @@
  * roots when it offers them (the first root's directory name; re-read on roots/list_changed),
  * else "default"; it is resolved once, lazily, before the first call that needs it. Arguments are
  * decoded with each tool's Schema; a decoding failure, an unknown tool or a failing handler all
- * become `isError` results, so no input can crash the server. Committed graph events in the
+ * become `isError` results, so no input can crash the server. Plain `tools/call` requests reach
+ * the handler straight from the transport, without the SDK's parsing (DirectToolCalls.ts). Committed graph events in the
  * session's project notify the client when it subscribed to `memory://knowledge-graph`. Extra
  * resources (the daemon's terminal and editor telemetry) come from `ResourceProvider`s: listed,
  * read as JSON, and announced to subscribed clients when their provider signals a change.
@@ -45,6 +46,7 @@ import { type GraphEvent, graphStore } from "../graph/GraphStore.ts"
 import { defaultProjectName } from "../graph/Model.ts"
 import { filterPrivate } from "../privacy/PrivacyFilter.ts"
 import { promptsFor } from "./Catalogue.ts"
+import { answeringToolCalls, type CallTool } from "./DirectToolCalls.ts"
 import { checkingParams, type RequestSchema } from "./ParamsCheck.ts"
 import { retryKey } from "./RetryKey.ts"
 import type { SessionServices, Tool, ToolCaller, ToolError } from "./Tool.ts"
@@ -219,11 +221,12 @@ export const startSession = (
       tools: options.tools.map((tool) => tool.definition) as never,
     }))
 
-    server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
-      const tool = toolsByName.get(request.params.name)
-      if (tool === undefined) return isError(`MCP error -32602: Tool ${request.params.name} not found`)
+    /** Answers a tool call; plain calls come straight from the transport (DirectToolCalls.ts). */
+    const callTool: CallTool = async (name, args, requestId) => {
+      const tool = toolsByName.get(name)
+      if (tool === undefined) return isError(`MCP error -32602: Tool ${name} not found`)
       // The privacy filter runs before decoding, so no store ever sees a secret (privacy/PrivacyFilter.ts).
-      const filtered = filterPrivate(request.params.arguments ?? {})
+      const filtered = filterPrivate(args ?? {})
       const decoded = Schema.decodeUnknownResult(tool.args)(filtered)
       if (Result.isFailure(decoded)) {
         const message = `MCP error -32602: Input validation error: Invalid arguments for tool ${tool.definition.name}: ${decoded.failure.message}`
@@ -236,7 +239,7 @@ export const startSession = (
       const exit = await run(
         tool.run(
           decoded.success,
-          await caller(extra.requestId, request.method, { name: tool.definition.name, arguments: filtered }),
+          await caller(requestId, "tools/call", { name: tool.definition.name, arguments: filtered }),
         ),
       )
       if (Exit.isSuccess(exit)) {
@@ -260,7 +263,10 @@ export const startSession = (
           message: "internal error: the call failed unexpectedly",
         } as ToolError),
       )
-    })
+    }
+    server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
+      callTool(request.params.name, request.params.arguments, extra.requestId),
+    )
 
     if (prompts.length > 0) {
       const promptsByName = new Map(prompts.map((prompt) => [prompt.definition.name, prompt]))
@@ -377,7 +383,7 @@ export const startSession = (
       }),
     )
 
-    yield* Effect.promise(() => server.connect(checkingParams(transport, paramsSchemas)))
+    yield* Effect.promise(() => server.connect(checkingParams(answeringToolCalls(transport, callTool), paramsSchemas)))
     yield* Effect.addFinalizer(() =>
       Effect.promise(() => server.close().catch(() => undefined)).pipe(
         Effect.andThen(Fiber.interruptAll([...(notifier ? [notifier] : []), ...providerNotifiers])),

@@ -77,6 +77,42 @@ describe("the WAL writer thread (real disk)", () => {
     }).pipe(Effect.scoped, Effect.provide(layerNode)),
   )
 
+  it.effect("writes of every size, queued faster than they land, arrive whole and in order", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const fs = yield* WalFs
+      const file = yield* fs.open(join(dir, "f"), { create: true })
+      // Sizes that fill and wrap the shared ring (1 MiB), and writes larger than a quarter of it,
+      // which travel in a message: all must land at their offsets, and settle in queue order.
+      const sizes = Array.from({ length: 120 }, (_, index) => [100, 70_000, 300_000, 1, 250_000][index % 5]!)
+      const expected = Buffer.alloc(sizes.reduce((sum, size) => sum + size, 0))
+      const settled: Array<number> = []
+      const pending: Array<Deferred.Deferred<void, FsError>> = []
+      let offset = 0
+      for (const [index, size] of sizes.entries()) {
+        const chunk = Buffer.alloc(size, index % 251)
+        chunk.copy(expected, offset)
+        const done = yield* file.queueDurable(offset, chunk)
+        offset += size
+        pending.push(done)
+        yield* Effect.forkChild(
+          Effect.andThen(
+            Deferred.await(done),
+            Effect.sync(() => settled.push(index)),
+          ),
+        )
+      }
+      for (const done of pending) yield* Deferred.await(done)
+      yield* Effect.yieldNow
+      yield* file.close()
+      assert.deepStrictEqual(
+        settled,
+        sizes.map((_, index) => index),
+      )
+      assert.isTrue(readFileSync(join(dir, "f")).equals(expected))
+    }).pipe(Effect.scoped, Effect.provide(layerNode)),
+  )
+
   it.effect("close waits for the file's queued writes", () =>
     Effect.gen(function* () {
       const dir = yield* tempDir
