@@ -65,18 +65,20 @@ export interface EngineConfig {
 }
 
 /**
- * The stores' logs on JetStream, with the NATS connection (also offered to the engine's other parts:
+ * The stores' logs on JetStream and their writer leases (each store's writes decided by one daemon,
+ * the others forwarding to it), with the NATS connection (also offered to the engine's other parts:
  * health, the cluster's presence). Loaded only for a shared memory: a local daemon never loads the
  * NATS client.
  */
 const sharedLogsLayer = (settings: NatsSettings) =>
   Layer.unwrap(
     Effect.promise(async () => {
-      const [{ jetStreamLogs }, Nats] = await Promise.all([
+      const [{ jetStreamLogs }, Nats, WriterLeases] = await Promise.all([
         import("./stores/JetStreamWal.ts"),
         import("./stores/Nats.ts"),
+        import("./cluster/WriterLeases.ts"),
       ])
-      return jetStreamLogs.pipe(Layer.provideMerge(Nats.layer(settings)))
+      return Layer.mergeAll(jetStreamLogs, WriterLeases.layer).pipe(Layer.provideMerge(Nats.layer(settings)))
     }),
   )
 

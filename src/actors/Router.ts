@@ -5,7 +5,8 @@
  * `dispatch` decodes a command arriving from outside with the store's command schema (the only
  * shape a store ever sees) and hands it to that store's mailbox; `store` gives typed access to
  * in-process callers (tool handlers). Stores are independent: one restarting or refusing (a
- * corrupt log) does not stop the others.
+ * corrupt log) does not stop the others. In a shared memory (a `WriteRouting` provided), each
+ * store's writes go to the daemon holding its writer lease; reads stay local.
  */
 import { Context, Effect, Layer, Schema, type Scope } from "effect"
 import type { AnyStoreDefinition, StoreDefinition } from "../stores/StoreDefinition.ts"
@@ -14,6 +15,7 @@ import type { CompactionReport } from "../stores/StoreKernel.ts"
 import type { WalFs } from "../stores/WalFs.ts"
 import type { EventBus } from "./EventBus.ts"
 import { defaultStoreOptions, makeStore, type Store, type StoreHealth, type StoreOptions } from "./StoreActor.ts"
+import { WriteRouting } from "./WriteRouting.ts"
 
 /** A command the router could not deliver: unknown store, or arguments that do not decode. */
 export class RouterError extends Schema.TaggedError<RouterError>()("RouterError", {
@@ -51,6 +53,7 @@ export const makeRouter = (
   Effect.gen(function* () {
     // biome-ignore lint/suspicious/noExplicitAny: the registry erases each store's own types
     const stores = new Map<string, { definition: AnyStoreDefinition; store: Store<any, any, any> }>()
+    const routing = yield* Effect.serviceOption(WriteRouting)
     for (const definition of config.stores) {
       if (stores.has(definition.name))
         return yield* Effect.die(new Error(`store "${definition.name}" registered twice`))
@@ -58,8 +61,12 @@ export const makeRouter = (
         ...defaultStoreOptions,
         ...config.storeOptions,
         dir: `${config.dataDir}/stores/${definition.name}`,
+        ...(routing._tag === "Some" ? { writeGate: routing.value.gate(definition.name) } : {}),
       })
-      stores.set(definition.name, { definition, store })
+      stores.set(definition.name, {
+        definition,
+        store: routing._tag === "Some" ? routing.value.route(definition, store) : store,
+      })
     }
     return Router.of({
       store: <Command, Event, Reply, Failure>(definition: StoreDefinition<Command, Event, Reply, Failure>) => {

@@ -82,6 +82,12 @@ export interface StoreOptions extends KernelOptions {
   readonly batchSplit: BatchSplit
   /** Test seam: runs after each step of a compaction (a crash test cuts the power there). */
   readonly onCompactionStep?: (step: CompactionStep) => Effect.Effect<void>
+  /**
+   * A shared memory's writer lease (src/cluster/WriterLeases.ts): asked before each batch is
+   * decided; when it answers a reason, this daemon must not decide the store's writes now, and the
+   * batch's commands are refused `NotWriter` undecided (the write routing sends them to the holder).
+   */
+  readonly writeGate?: () => string | undefined
 }
 
 /** Defaults used by the daemon; tests shrink them. */
@@ -113,6 +119,19 @@ export interface StoreHealth {
   readonly mailboxDepth: number
   readonly wal?: WalStats
   readonly lmdbBytes?: number
+  /** A shared memory: who decides the store's writes (src/cluster/WriterLeases.ts). */
+  readonly writer?: WriterHealth
+}
+
+/** A shared memory's writer of a store, as health reports it. */
+export interface WriterHealth {
+  /** The daemon holding the store's writer lease (absent while none does). */
+  readonly holder?: string
+  /** True when this daemon holds it now. */
+  readonly self: boolean
+  /** Writes this daemon sent to the holder, and writes it decided for other daemons, since it started. */
+  readonly forwarded: number
+  readonly served: number
 }
 
 /** A running store. */
@@ -131,6 +150,13 @@ export interface Store<Command, Reply, Failure> {
    */
   readonly compact: () => Effect.Effect<CompactionReport, StoreError>
   readonly health: () => StoreHealth
+  /** A shared log: the stream position applied here (0 for a file log, or while not open). */
+  readonly position: () => number
+  /**
+   * A shared log: waits until every batch through `position` is applied here (what another daemon
+   * acknowledged is then readable here too), at most `readWaitMsMax`.
+   */
+  readonly awaitPosition: (position: number) => Effect.Effect<void, StoreError>
 }
 
 /** Options of one send. */
@@ -214,6 +240,20 @@ export const makeStore = <Command, Event, Reply, Failure>(
         ),
       )
 
+    /** Callers of `awaitPosition`, woken whenever batches are applied. */
+    let positionWaiters: Array<{ readonly through: number; readonly done: Deferred.Deferred<void> }> = []
+    const position = () => current?.wal.shared?.position() ?? 0
+    const settlePositions = () => {
+      if (positionWaiters.length === 0) return
+      const at = position()
+      const still: typeof positionWaiters = []
+      for (const waiter of positionWaiters) {
+        if (waiter.through <= at) Deferred.doneUnsafe(waiter.done, Effect.void)
+        else still.push(waiter)
+      }
+      positionWaiters = still
+    }
+
     /** Whether a "remote" control is in the mailbox already (one is enough to wake the actor). */
     let remotePoked = false
     /** A shared log received batches from other daemons: wake the actor to apply them. */
@@ -229,6 +269,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
         if (control.name === "remote") {
           remotePoked = false
           yield* kernel.applyRemote(serving.incarnation)
+          settlePositions()
           yield* Deferred.succeed(control.reply, undefined)
           return
         }
@@ -267,9 +308,16 @@ export const makeStore = <Command, Event, Reply, Failure>(
             continue
           }
           state = "running"
+          // A shared memory's writer lease held elsewhere: nothing is decided here (see `writeGate`).
+          const notWriter = options.writeGate?.()
+          if (notWriter !== undefined) {
+            yield* failAll(batch, storeError("NotWriter", notWriter))
+            continue
+          }
           // A shared log: what other daemons appended first, so fewer appends are refused as stale.
           if (kernel.shared) yield* kernel.applyRemote(serving.incarnation)
           const stale = yield* Effect.uninterruptible(pipeline.run(serving.incarnation, batch, true))
+          settlePositions()
           // Refused as stale, the batch went back to the mailbox: catch up, then it is decided again.
           if (stale !== undefined) yield* kernel.catchUp(serving.incarnation, stale.position)
           // After the answers: a failed checkpoint restarts the actor but un-acknowledges nothing.
@@ -434,6 +482,11 @@ export const makeStore = <Command, Event, Reply, Failure>(
               yield* failAll(batch, refusal)
               continue
             }
+            const notWriter = options.writeGate?.()
+            if (notWriter !== undefined) {
+              yield* failAll(batch, storeError("NotWriter", notWriter))
+              continue
+            }
             const exit = yield* Effect.exit(pipeline.run(incarnation, batch, false))
             // Refused as stale (the batch went back to the mailbox): catch up; the loop serves it again.
             if (Exit.isSuccess(exit) && exit.value !== undefined) {
@@ -536,5 +589,35 @@ export const makeStore = <Command, Event, Reply, Failure>(
       ...kernel.health(current),
     })
 
-    return { name: definition.name, send, read, compact, health } satisfies Store<Command, Reply, Failure>
+    const awaitPosition = (through: number): Effect.Effect<void, StoreError> =>
+      Effect.suspend(() => {
+        if (position() >= through) return Effect.void
+        const done = Deferred.makeUnsafe<void>()
+        positionWaiters.push({ through, done })
+        // The batch may be received and not applied yet: the actor applies what is there.
+        pokeRemote()
+        return Deferred.await(done).pipe(
+          Effect.timeoutOption(Duration.millis(options.readWaitMsMax)),
+          Effect.flatMap((waited) =>
+            waited._tag === "Some"
+              ? Effect.void
+              : Effect.fail(
+                  storeError(
+                    "Unavailable",
+                    `the write was acknowledged by the shared memory at position ${through}, but this daemon has applied only through ${position()} after ${options.readWaitMsMax / 1000} s; it will be readable here once applied`,
+                  ),
+                ),
+          ),
+        )
+      })
+
+    return {
+      name: definition.name,
+      send,
+      read,
+      compact,
+      health,
+      position,
+      awaitPosition,
+    } satisfies Store<Command, Reply, Failure>
   })

@@ -13,12 +13,14 @@ import { resolveActiveNvimFile } from "../editor/ActiveNvimFile.ts"
 import { builtinKinds } from "../privacy/PrivacyFilter.ts"
 import { type DataDirSource, dataDirShapeProblem, resolveDataDir } from "../stores/DataDir.ts"
 import { readDataDirConfig } from "../stores/DataDirConfig.ts"
+import { defaultLeaseMs } from "../stores/NatsSettings.ts"
 import { defaultHost, defaultPort, readDaemonInfo } from "../transports/Daemon.ts"
 import {
   defaultNatsPrefix,
   type NatsFlags,
   natsCredsFlag,
   natsFlag,
+  natsLeaseFlag,
   natsPrefixFlag,
   natsReplicasFlag,
   noNatsFlags,
@@ -123,6 +125,7 @@ export const effectiveConfig = (
   sourced("nats.prefix", nats.prefix, defaultNatsPrefix, "built in")
   sourced("nats.replicas", nats.replicas, "3 on a cluster, else 1", "built in")
   sourced("nats.creds", nats.creds, "(none)", "built in")
+  sourced("nats.leaseMs", nats.leaseMs, defaultLeaseMs, "built in")
   return {
     values,
     error: dataDirShapeProblem(location.path) ?? (Result.isFailure(config) ? config.failure : undefined),
@@ -155,6 +158,7 @@ export const configCommand = Command.make(
     natsPrefix: natsPrefixFlag,
     natsReplicas: natsReplicasFlag,
     natsCreds: natsCredsFlag,
+    natsLeaseMs: natsLeaseFlag,
     json: Flag.Boolean("json").pipe(Flag.withDescription("Print JSON"), Flag.withDefault(false)),
   },
   Effect.fn(function* ({ dataDir, host, port, udpPort, activeNvimFile, json, ...nats }) {

@@ -11,7 +11,7 @@
 import { Effect, Option, Schema } from "effect"
 import { Flag } from "effect/cli"
 import { readDataDirConfig } from "../stores/DataDirConfig.ts"
-import { type NatsSettings, validateNatsSettings } from "../stores/NatsSettings.ts"
+import { defaultLeaseMs, type NatsSettings, validateNatsSettings } from "../stores/NatsSettings.ts"
 import { newDaemonId, readMembership, storesHoldingData, writeMembership } from "../stores/SharedMemory.ts"
 
 /** The default name of a shared memory. */
@@ -31,6 +31,12 @@ export const natsReplicasFlag = Flag.Int("nats-replicas").pipe(
   Flag.withDescription("Replicas of each store's stream when it is created (default 3 on a cluster, else 1)"),
   Flag.optional,
 )
+export const natsLeaseFlag = Flag.Int("nats-lease-ms").pipe(
+  Flag.withDescription(
+    `How long a store's writer lease lasts unrenewed, in ms: the longest writes wait after the daemon holding it dies (default ${defaultLeaseMs})`,
+  ),
+  Flag.optional,
+)
 export const natsCredsFlag = Flag.String("nats-creds").pipe(
   Flag.withDescription("A NATS credentials file (JWT and seed), when the servers require one"),
   Flag.optional,
@@ -42,6 +48,7 @@ export interface NatsFlags {
   readonly natsPrefix: Option.Option<string>
   readonly natsReplicas: Option.Option<number>
   readonly natsCreds: Option.Option<string>
+  readonly natsLeaseMs?: Option.Option<number>
 }
 
 /** No `--nats*` flag given (for commands that only read the other sources). */
@@ -69,6 +76,7 @@ export interface ResolvedNats {
   readonly prefix: Sourced<string>
   readonly replicas?: Sourced<number>
   readonly creds?: Sourced<string>
+  readonly leaseMs?: Sourced<number>
 }
 
 const listOf = (text: string) =>
@@ -87,6 +95,7 @@ export const resolveNats = (flags: NatsFlags, dataDir: string): ResolvedNats => 
   const membership = readMembership(dataDir)
   const env = process.env
   const replicasEnv = env.MNEMOS_NATS_REPLICAS === undefined ? undefined : Number(env.MNEMOS_NATS_REPLICAS)
+  const leaseEnv = env.MNEMOS_NATS_LEASE_MS === undefined ? undefined : Number(env.MNEMOS_NATS_LEASE_MS)
   const servers = first<ReadonlyArray<string>>(
     { value: Option.match(flags.nats, { onNone: () => undefined, onSome: listOf }), source: "--nats" },
     { value: env.MNEMOS_NATS ? listOf(env.MNEMOS_NATS) : undefined, source: "MNEMOS_NATS" },
@@ -109,11 +118,17 @@ export const resolveNats = (flags: NatsFlags, dataDir: string): ResolvedNats => 
     { value: env.MNEMOS_NATS_CREDS || undefined, source: "MNEMOS_NATS_CREDS" },
     { value: file?.creds, source: "config.json nats.creds" },
   )
+  const leaseMs = first<number>(
+    { value: Option.getOrUndefined(flags.natsLeaseMs ?? Option.none()), source: "--nats-lease-ms" },
+    { value: leaseEnv, source: "MNEMOS_NATS_LEASE_MS" },
+    { value: file?.leaseMs, source: "config.json nats.leaseMs" },
+  )
   return {
     ...(servers !== undefined ? { servers } : {}),
     prefix,
     ...(replicas !== undefined ? { replicas } : {}),
     ...(creds !== undefined ? { creds } : {}),
+    ...(leaseMs !== undefined ? { leaseMs } : {}),
   }
 }
 
@@ -127,6 +142,7 @@ export const settingsOf = (resolved: ResolvedNats, daemonId: string): NatsSettin
         daemonId,
         ...(resolved.replicas !== undefined ? { replicas: resolved.replicas.value } : {}),
         ...(resolved.creds !== undefined ? { credsFile: resolved.creds.value } : {}),
+        ...(resolved.leaseMs !== undefined ? { leaseMs: resolved.leaseMs.value } : {}),
       }
 
 /** A shared memory to run, and whether this start is the data directory's first in it. */

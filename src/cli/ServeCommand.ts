@@ -22,7 +22,7 @@ import { Effect } from "effect"
 import { Command, Flag } from "effect/cli"
 import { toolsetNames } from "../tools/Toolsets.ts"
 import { defaultHost, defaultPort } from "../transports/Daemon.ts"
-import { natsCredsFlag, natsFlag, natsPrefixFlag, natsReplicasFlag } from "./NatsFlags.ts"
+import { natsCredsFlag, natsFlag, natsLeaseFlag, natsPrefixFlag, natsReplicasFlag } from "./NatsFlags.ts"
 
 /** `--data-dir`, shared by every command that opens a data directory. */
 export const dataDirFlag = Flag.String("data-dir").pipe(
@@ -106,6 +106,7 @@ export const serveCommand = Command.make(
     natsPrefix: natsPrefixFlag,
     natsReplicas: natsReplicasFlag,
     natsCreds: natsCredsFlag,
+    natsLeaseMs: natsLeaseFlag,
   },
   // The engine, the transports and the tools load only when the daemon runs (ServeRun.ts).
   (options) =>

@@ -41,6 +41,8 @@ export interface ClusterView {
   readonly lastError?: string
   readonly self: string
   readonly daemons: ReadonlyArray<DaemonView>
+  /** Each store's writer: the daemon holding its writer lease, as this daemon knows it (none while it moves). */
+  readonly writers: ReadonlyArray<{ readonly store: string; readonly holder?: string }>
 }
 
 /** The shared memory's presence; `view` answers `undefined` for a daemon that serves a local memory. */

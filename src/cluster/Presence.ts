@@ -158,6 +158,10 @@ export const layer = Layer.effect(
         ...(status.lastError === undefined ? {} : { lastError: status.lastError }),
         self: daemonId,
         daemons,
+        writers: router.health().map((store) => ({
+          store: store.name,
+          ...(store.writer?.holder !== undefined ? { holder: store.writer.holder } : {}),
+        })),
       }
     })
     return { view }

@@ -63,6 +63,7 @@ const NatsSection = Schema.Struct({
   prefix: Schema.optional(Schema.String),
   replicas: Schema.optional(Schema.Int),
   creds: Schema.optional(Schema.String),
+  leaseMs: Schema.optional(Schema.Int),
 })
 
 /** The file's shape. */

@@ -23,7 +23,18 @@ export interface NatsSettings {
   readonly credsFile?: string
   /** This daemon's id: the origin of its appends, and its name in the cluster's presence list. */
   readonly daemonId: string
+  /**
+   * How long a store's writer lease lasts without a renewal (src/cluster/WriterLeases.ts): the
+   * longest a store's writes wait after its holder dies. Default `defaultLeaseMs`.
+   */
+  readonly leaseMs?: number
 }
+
+/** A writer lease's length by default (`--nats-lease-ms`). */
+export const defaultLeaseMs = 3_000
+/** Shortest and longest writer lease accepted. */
+export const leaseMsMin = 500
+export const leaseMsMax = 60_000
 
 /** Checks settings before connecting; the message says what is wrong. */
 export const validateNatsSettings = (settings: NatsSettings): string | undefined => {
@@ -39,5 +50,10 @@ export const validateNatsSettings = (settings: NatsSettings): string | undefined
     (!Number.isInteger(settings.replicas) || settings.replicas < 1 || settings.replicas > 5)
   )
     return `--nats-replicas must be 1 to 5 (JetStream's limit), not ${settings.replicas}`
+  if (
+    settings.leaseMs !== undefined &&
+    (!Number.isInteger(settings.leaseMs) || settings.leaseMs < leaseMsMin || settings.leaseMs > leaseMsMax)
+  )
+    return `--nats-lease-ms must be a whole number from ${leaseMsMin} to ${leaseMsMax}, not ${settings.leaseMs}`
   return undefined
 }

@@ -57,8 +57,17 @@ const freePort = (): Promise<number> =>
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
+/** How the servers are started. */
+export interface NatsClusterOptions {
+  /**
+   * Servers do not tell clients of each other (`no_advertise`): a client reaches only the servers it
+   * was given, so a daemon given one node is cut off from NATS when that node goes.
+   */
+  readonly noAdvertise?: boolean
+}
+
 /** Starts `size` servers (a cluster when more than one) and waits until JetStream answers on each. */
-export const startNatsCluster = async (size = 3): Promise<NatsCluster> => {
+export const startNatsCluster = async (size = 3, options: NatsClusterOptions = {}): Promise<NatsCluster> => {
   const binary = natsServerBinary()
   const root = mkdtempSync(join(process.env.MNEMOS_TEST_DIR ?? tmpdir(), "mnemos-nats-"))
   const ports = await Promise.all(
@@ -75,7 +84,9 @@ export const startNatsCluster = async (size = 3): Promise<NatsCluster> => {
         `listen: 127.0.0.1:${client}`,
         `jetstream { store_dir: "${join(root, name)}" }`,
         ...(size > 1
-          ? [`cluster { name: mnemos-test, listen: 127.0.0.1:${route}, routes: [${routes.join(", ")}] }`]
+          ? [
+              `cluster { name: mnemos-test, listen: 127.0.0.1:${route}, routes: [${routes.join(", ")}]${options.noAdvertise === true ? ", no_advertise: true" : ""} }`,
+            ]
           : []),
       ].join("\n"),
     )

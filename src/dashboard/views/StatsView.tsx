@@ -72,6 +72,7 @@ interface ClusterData {
     readonly silentMs: number
     readonly stores: ReadonlyArray<{ readonly name: string; readonly position: number; readonly behind?: number }>
   }>
+  readonly writers?: ReadonlyArray<{ readonly store: string; readonly holder?: string }>
 }
 
 /** Which daemons serve the shared memory, and how many batches each has still to apply. */
@@ -79,6 +80,10 @@ const SharedMemoryPanel = (props: { cluster: ClusterData }) => {
   const { cluster } = props
   if (!cluster.shared) return null
   const daemons = cluster.daemons ?? []
+  const writers = cluster.writers ?? []
+  const writerOf = (daemonId: string) =>
+    writers.filter((writer) => writer.holder === daemonId).map((writer) => writer.store)
+  const unheld = writers.filter((writer) => writer.holder === undefined).map((writer) => writer.store)
   return (
     <>
       <h2 class="section-title">Shared memory “{cluster.prefix}”</h2>
@@ -99,6 +104,7 @@ const SharedMemoryPanel = (props: { cluster: ClusterData }) => {
                 Behind
               </th>
               <th scope="col">Stores behind</th>
+              <th scope="col">Writer of</th>
             </tr>
           </thead>
           <tbody>
@@ -125,12 +131,18 @@ const SharedMemoryPanel = (props: { cluster: ClusterData }) => {
                       ? "caught up"
                       : lagging.map((store) => `${store.name} ${formatCount(store.behind ?? 0)}`).join(", ")}
                   </td>
+                  <td data-testid="cluster-writer-of">{writerOf(daemon.daemonId).join(", ") || "—"}</td>
                 </tr>
               )
             })}
           </tbody>
         </table>
       </div>
+      {unheld.length > 0 && (
+        <p class="muted small" data-testid="cluster-unheld">
+          No writer at the moment (a lease is moving; writes to these wait for it): {unheld.join(", ")}
+        </p>
+      )}
     </>
   )
 }
