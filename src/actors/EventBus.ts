@@ -28,6 +28,12 @@ export interface CommittedEvent {
   readonly kernel?: true
   /** In a shared memory: the daemon whose write this is (absent for this daemon's own writes). */
   readonly origin?: string
+  /**
+   * In a shared memory, for a domain event: the daemon that decided it (this one too) and its
+   * number among that daemon's events in the store, 1, 2, 3... (src/stores/OriginCounts.ts).
+   */
+  readonly decidedBy?: string
+  readonly originSeq?: number
 }
 
 /** True for a domain event (as opposed to a kernel record). */

@@ -93,6 +93,13 @@ const isRecordEvent = (event: unknown): event is RecordEvent => stringField(even
 
 /** The ledger entry for one committed event, or undefined for the audit store's own events. */
 export const auditEntryOf = (committed: CommittedEvent): AuditEntryInput | undefined => {
+  const entry = entryOf(committed)
+  return entry === undefined || committed.decidedBy === undefined || committed.originSeq === undefined
+    ? entry
+    : { ...entry, origin: committed.decidedBy, originSeq: committed.originSeq }
+}
+
+const entryOf = (committed: CommittedEvent): AuditEntryInput | undefined => {
   if (committed.store === auditStore.name || !isDomainEvent(committed)) return undefined
   const { store, seq: sourceSeq, at, event } = committed
   if (isRecordEvent(event)) {

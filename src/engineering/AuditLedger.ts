@@ -12,6 +12,12 @@
  * The background cadence runs on wall-clock timers, not the Effect Clock: it is housekeeping,
  * not domain time, and a test clock that jumps days must not replay thousands of idle drains.
  *
+ * In a shared memory the ledger is the audit store shared by every daemon, and each daemon audits
+ * only the events it decided (those whose writer lease it held; the bus marks the others with
+ * their `origin`): every event is audited once, by one daemon, and the audit store's writes are
+ * forwarded to its writer like any other (src/cluster/WriterLeases.ts). Gaps are then found per
+ * origin (AuditStore.ts).
+ *
  * A failed append keeps its entries (up to `auditPendingEntriesMax`) for the next drain. What
  * is lost anyway — events the bus dropped for a slow ledger, or committed just before a crash
  * and already checkpointed by their store — shows up as a `gap` entry. At shutdown the ledger
@@ -110,6 +116,8 @@ export const layer: Layer.Layer<AuditLedger, never, Router | AuditFeed> = Layer.
       while (true) {
         const events = yield* PubSub.takeUpTo(feed, auditAppendEntriesMax)
         for (const committed of events) {
+          // In a shared memory, what another daemon decided is audited by that daemon.
+          if (committed.origin !== undefined) continue
           const entry = auditEntryOf(committed)
           if (entry !== undefined) pending.push(entry)
         }

@@ -9,6 +9,12 @@
  * ledger saw, the events between were lost to the ledger (the bus dropped them for a slow
  * subscriber, or the process died before they were appended), and a `gap` entry says so.
  *
+ * In a shared memory each daemon audits the events it decided (as the holder of the store's writer
+ * lease), so a store's sequence numbers reach the ledger from several daemons, in no fixed order
+ * between them. Such an entry also names its origin (the daemon) and its number among that
+ * daemon's events in the store (src/stores/OriginCounts.ts), and the gaps are found per origin:
+ * a jump in one daemon's numbers is what that daemon decided and did not audit.
+ *
  * Key layout (U+001F separators, shown as `/`, for the reason RecordKeys.ts gives; `seq` is the
  * ledger's own order, zero-padded base 36; `~seq` counts down, so a forward range read is newest
  * first — the kernel's reverse range reads are not reliable yet, see
@@ -17,7 +23,8 @@
  *   e / ~seq                   → AuditEntry
  *   p / project / ~seq         → seq            (per-project, newest first; gap entries are project "*")
  *   s / store / sourceSeq      → seq            (what is already audited)
- *   c / store                  → last sourceSeq seen
+ *   c / store                  → last sourceSeq seen (entries without an origin)
+ *   o / store / origin         → last originSeq seen from that origin
  *   n                          → next seq
  */
 import { Result, Schema } from "effect"
@@ -45,6 +52,9 @@ export const AuditEntryInput = Schema.Struct({
   kind: Schema.optionalKey(Schema.String),
   recordId: Schema.optionalKey(Schema.String),
   summary: Schema.String,
+  /** In a shared memory: the daemon that decided the event, and its number among that daemon's events. */
+  origin: Schema.optionalKey(Schema.String),
+  originSeq: Schema.optionalKey(Schema.Int),
 })
 export type AuditEntryInput = typeof AuditEntryInput.Type
 
@@ -74,6 +84,7 @@ const entryKey = (seq: number) => `e${sep}${encodeDescending(seq)}`
 const projectEntryKey = (project: string, seq: number) => `p${sep}${project}${sep}${encodeDescending(seq)}`
 const sourceKey = (store: string, sourceSeq: number) => `s${sep}${store}${sep}${encodeSeq(sourceSeq)}`
 const cursorKey = (store: string) => `c${sep}${store}`
+const originCursorKey = (store: string, origin: string) => `o${sep}${store}${sep}${origin}`
 const nextSeqKey = "n"
 
 /** Every entry, newest first. */
@@ -103,6 +114,28 @@ const decide = (command: AuditCommand, state: StoreView, context: { readonly now
     const source = sourceKey(input.store, input.sourceSeq)
     if (seen.has(source) || state.get(source) !== undefined) continue
     seen.add(source)
+    if (input.origin !== undefined && input.originSeq !== undefined) {
+      const cursor = originCursorKey(input.store, input.origin)
+      const last = cursors.has(cursor) ? cursors.get(cursor) : (state.get(cursor) as number | undefined)
+      if (last !== undefined && input.originSeq > last + 1) {
+        entries.push({
+          seq: next++,
+          store: input.store,
+          sourceSeq: input.sourceSeq,
+          at: context.now,
+          project: allProjectsMarker,
+          who: "mnemos",
+          tool: "audit",
+          action: "gap",
+          summary: `${input.originSeq - last - 1} event(s) of store "${input.store}" decided by daemon ${input.origin} (its events ${last + 1}..${input.originSeq - 1}) were not audited: the ledger fell behind or that daemon stopped before appending them`,
+          origin: input.origin,
+          originSeq: last + 1,
+        })
+      }
+      if (last === undefined || input.originSeq > last) cursors.set(cursor, input.originSeq)
+      entries.push({ seq: next++, ...input, summary: input.summary.slice(0, auditSummaryCharsMax) })
+      continue
+    }
     const last = cursors.has(input.store)
       ? cursors.get(input.store)
       : (state.get(cursorKey(input.store)) as number | undefined)
@@ -136,8 +169,13 @@ const apply = (event: AuditEvent, state: StoreWriter): void => {
     state.put(projectEntryKey(entry.project, entry.seq), entry.seq)
     if (entry.action !== "gap" && entry.action !== sessionAction) {
       state.put(sourceKey(entry.store, entry.sourceSeq), entry.seq)
-      const cursor = state.get(cursorKey(entry.store)) as number | undefined
-      if (cursor === undefined || entry.sourceSeq > cursor) state.put(cursorKey(entry.store), entry.sourceSeq)
+      const key =
+        entry.origin !== undefined && entry.originSeq !== undefined
+          ? originCursorKey(entry.store, entry.origin)
+          : cursorKey(entry.store)
+      const at = entry.origin !== undefined && entry.originSeq !== undefined ? entry.originSeq : entry.sourceSeq
+      const cursor = state.get(key) as number | undefined
+      if (cursor === undefined || at > cursor) state.put(key, at)
     }
     next = Math.max(next, entry.seq + 1)
   }
@@ -195,6 +233,7 @@ export const auditState: StateSchema = {
           (projectEntryKey(parts[1]!, value as number) === key ? undefined : "the seq does not match its key")
         )
       case "s/3":
+      case "o/3":
       case "c/2":
       case "n/1":
         return seqProblem(value)

@@ -411,6 +411,7 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
     })
 
   const shared: SharedLog = {
+    self: daemonId,
     takeRemote,
     onRemote: (callback) => {
       wake = callback

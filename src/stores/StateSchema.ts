@@ -11,6 +11,7 @@
 import { Result, Schema } from "effect"
 import type { KeyRange, StoreView } from "./Checkpoint.ts"
 import { idempotencyStateKey } from "./Idempotency.ts"
+import { isOriginCountKey } from "./OriginCounts.ts"
 
 /** A store's state, as an import checks it. */
 export interface StateSchema {
@@ -77,10 +78,16 @@ const idempotencyRecordProblem = decodeProblemOf(
   }),
 )
 
-/** `own`, plus the kernel's keys every store may hold: idempotency records (Idempotency.ts). */
+const originCountProblem = decodeProblemOf(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)))
+
+/**
+ * `own`, plus the kernel's keys every store may hold: idempotency records (Idempotency.ts) and, in
+ * a shared memory, per-origin event counts (OriginCounts.ts).
+ */
 export const withKernelKeys = (own: StateSchema): StateSchema => ({
   ...(own.integrity !== undefined ? { integrity: own.integrity } : {}),
   problem: (key, value) => {
+    if (isOriginCountKey(key)) return originCountProblem(value)
     if (!key.startsWith(idempotencyPrefix)) return own.problem(key, value)
     return idempotencyRecordProblem(value) ?? keyMismatch(value as object, { key: key.slice(idempotencyPrefix.length) })
   },

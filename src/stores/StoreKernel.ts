@@ -37,6 +37,7 @@ import {
   rememberedReply,
   withheldRecord,
 } from "./Idempotency.ts"
+import { originCountKey } from "./OriginCounts.ts"
 import { Overlay } from "./Overlay.ts"
 import { PendingView } from "./PendingView.ts"
 import type { CommandContext, Decision, StoreDefinition } from "./StoreDefinition.ts"
@@ -91,6 +92,8 @@ interface PreparedEntry<Event> {
 export interface Prepared<Event, Reply, Failure> {
   readonly overlay: Overlay
   readonly entries: ReadonlyArray<PreparedEntry<Event>>
+  /** A shared log: this daemon's event count in the store before the batch (OriginCounts.ts). */
+  readonly originCountBefore?: number
   /** One outcome per command, in order. */
   readonly outcomes: ReadonlyArray<Result.Result<{ readonly reply: Reply }, Failure | StoreError>>
   readonly now: number
@@ -209,12 +212,19 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
     let logDiskFull: string | undefined
     let spaceProbe: ReturnType<typeof setInterval> | undefined
 
-    const committed = (seq: number, event: Event, at: number, origin?: string): CommittedEvent => ({
+    const committed = (
+      seq: number,
+      event: Event,
+      at: number,
+      origin?: string,
+      decided?: { readonly by: string; readonly seq: number },
+    ): CommittedEvent => ({
       store: definition.name,
       seq,
       at,
       event,
       ...(origin !== undefined ? { origin } : {}),
+      ...(decided !== undefined ? { decidedBy: decided.by, originSeq: decided.seq } : {}),
     })
     /** A record of the kernel's own (idempotency, snapshot): announced so sequences stay gap-free. */
     const kernelRecord = (seq: number, at: number): CommittedEvent => ({
@@ -236,8 +246,8 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
       commits: CommitQueue,
       records: ReadonlyArray<WalRecord>,
       snapshot: RecoveryReport["snapshot"],
-      /** In a shared memory: the daemon that appended these records, for the events published. */
-      origin?: string,
+      /** This daemon's id in a shared memory: its own batches' events are published as its own. */
+      self?: string,
     ) =>
       Effect.gen(function* () {
         // Records written before commit times were logged are published with the restart's time.
@@ -245,6 +255,8 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
         const applied: Array<CommittedEvent> = []
         let overlay = new Overlay(view)
         let batchBytes = 0
+        /** The batch's records so far, published at its end (where the origin is), in order. */
+        let batchRecords: Array<{ readonly seq: number; readonly at: number; readonly event?: Event }> = []
         for (const record of records) {
           const payload = JSON.parse(Buffer.from(record.payload).toString("utf8"))
           batchBytes += record.payload.length
@@ -271,9 +283,26 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
           if (decoded.event !== undefined) {
             const event = decodeEvent(decoded.event)
             definition.apply(event, overlay)
-            applied.push(committed(record.seq, event, decoded.at ?? restartedAt, origin))
-          } else applied.push(kernelRecord(record.seq, decoded.at ?? restartedAt))
+            batchRecords.push({ seq: record.seq, at: decoded.at ?? restartedAt, event })
+          } else batchRecords.push({ seq: record.seq, at: decoded.at ?? restartedAt })
           if (record.flags & batchEndFlag) {
+            // A shared log's batch names its origin (its last record): each replica counts that
+            // daemon's events alike (OriginCounts.ts).
+            const origin = record.origin
+            const countBefore =
+              origin === undefined ? 0 : ((overlay.get(originCountKey(origin)) as number | undefined) ?? 0)
+            let count = countBefore
+            for (const { seq, at, event } of batchRecords) {
+              applied.push(
+                event === undefined
+                  ? kernelRecord(seq, at)
+                  : origin === undefined
+                    ? committed(seq, event, at)
+                    : committed(seq, event, at, origin === self ? undefined : origin, { by: origin, seq: ++count }),
+              )
+            }
+            if (count !== countBefore) overlay.put(originCountKey(origin!), count)
+            batchRecords = []
             commits.enqueue(overlay.changes(), record.seq, batchBytes, record.position)
             if (record.position !== undefined) appliedPosition = record.position
             overlay = new Overlay(view)
@@ -309,13 +338,7 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
         let applied = 0
         for (let batches = shared.takeRemote(); batches.length > 0; batches = shared.takeRemote()) {
           for (const batch of batches) {
-            const events = yield* replayInto(
-              incarnation.view,
-              incarnation.commits,
-              batch.records,
-              undefined,
-              batch.origin,
-            )
+            const events = yield* replayInto(incarnation.view, incarnation.commits, batch.records, undefined, shared.self)
             ackedSeq = batch.records[batch.records.length - 1]!.seq
             recordsSinceCheckpoint += batch.records.length
             yield* bus.publishAll(events)
@@ -366,7 +389,13 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
           bytesMax: options.lmdbCommitBytesMax,
         })
         commits = queue
-        const replayed = yield* replayInto(view, queue, opened.replay, opened.report.snapshot).pipe(
+        const replayed = yield* replayInto(
+          view,
+          queue,
+          opened.replay,
+          opened.report.snapshot,
+          opened.wal.shared?.self,
+        ).pipe(
           Effect.catchDefect((defect) => Effect.fail(defect)),
         )
         yield* bus.publishAll(replayed)
@@ -430,7 +459,13 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
         const acked = ackedSeq ?? incarnation.checkpoint.appliedSeq()
         const opened = yield* openWal(acked, walSalt, appliedPosition)
         // A shared log hands back what others appended meanwhile; a file log, nothing.
-        const replayed = yield* replayInto(incarnation.view, incarnation.commits, opened.replay, undefined).pipe(
+        const replayed = yield* replayInto(
+          incarnation.view,
+          incarnation.commits,
+          opened.replay,
+          undefined,
+          opened.wal.shared?.self,
+        ).pipe(
           Effect.orDie,
         )
         yield* bus.publishAll(replayed)
@@ -667,7 +702,14 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
             }
             outcomes.push(outcome)
           }
-          return { overlay, entries, outcomes, now }
+          // A shared log: this daemon's events are numbered in the store as every replica will (OriginCounts.ts).
+          const self = incarnation.wal.shared?.self
+          if (self === undefined) return { overlay, entries, outcomes, now }
+          const originCountBefore = (overlay.get(originCountKey(self)) as number | undefined) ?? 0
+          let domainEvents = 0
+          for (const entry of entries) if (entry.event !== undefined) domainEvents++
+          if (domainEvents > 0) overlay.put(originCountKey(self), originCountBefore + domainEvents)
+          return { overlay, entries, outcomes, now, originCountBefore }
         }),
       )
 
@@ -762,10 +804,18 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
       if (appended.position !== undefined) appliedPosition = appended.position
       recordsSinceCheckpoint += entries.length
       const events: Array<CommittedEvent> = []
+      const self = incarnation.wal.shared?.self
+      let originSeq = prepared.originCountBefore ?? 0
       for (let index = 0; index < entries.length; index++) {
         const seq = appended.firstSeq + index
         const event = entries[index]!.event
-        events.push(event !== undefined ? committed(seq, event, prepared.now) : kernelRecord(seq, prepared.now))
+        events.push(
+          event === undefined
+            ? kernelRecord(seq, prepared.now)
+            : self === undefined
+              ? committed(seq, event, prepared.now)
+              : committed(seq, event, prepared.now, undefined, { by: self, seq: ++originSeq }),
+        )
       }
       return bus.publishAll(events)
     }

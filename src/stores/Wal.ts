@@ -63,7 +63,7 @@ export interface Appended {
 export interface RemoteBatch {
   /** Its position in the shared log. */
   readonly position: number
-  /** Its records (one batch: the first has the batch-start flag, the last the batch-end flag). */
+  /** Its records (one batch: the first has the batch-start flag, the last the batch-end flag and the origin). */
   readonly records: ReadonlyArray<WalRecord>
   /** The daemon that appended it. */
   readonly origin: string
@@ -88,6 +88,8 @@ export interface SharedLog {
   readonly position: () => number
   /** Where the log lives, for messages (the servers and the stream). */
   readonly describe: () => string
+  /** This daemon's id: the origin of its own batches. */
+  readonly self: string
   /** Why appends fail at once now (the servers are out of reach), if they do; reads go on. */
   readonly unavailable: () => string | undefined
 }

@@ -186,6 +186,33 @@ describe("writer leases on a 3-node JetStream cluster", () => {
     const graphs = await Promise.all(clients.map((client) => callTool(client, "read_graph", {})))
     const counts = graphs.map((graph) => (JSON.parse(graph.text) as { entities: Array<unknown> }).entities.length)
     assert.deepStrictEqual(counts, [240, 240, 240])
+
+    // The audit ledger: each event audited once, by the daemon that decided it, and no gap.
+    const graphAudit = await waitFor(
+      "every graph event in the audit ledger",
+      async () => {
+        const result = await callTool(clients[1]!, "query_audit", { store: "graph", project: "*", limit: 500 })
+        const entries = (
+          JSON.parse(result.text) as { entries: Array<{ sourceSeq: number; origin?: string; originSeq?: number }> }
+        ).entries
+        return entries.length >= 240 ? entries : undefined
+      },
+      30_000,
+    )
+    assert.strictEqual(new Set(graphAudit.map((entry) => entry.sourceSeq)).size, graphAudit.length)
+    assert.strictEqual(graphAudit.length, 240)
+    assert.deepStrictEqual(
+      [...new Set(graphAudit.map((entry) => entry.origin))],
+      [ids[0]],
+      "audited by the graph's writer, which decided them",
+    )
+    assert.deepStrictEqual(
+      graphAudit.map((entry) => entry.originSeq).sort((a, b) => a! - b!),
+      Array.from({ length: 240 }, (_, index) => index + 1),
+      "numbered 1..240 among its writer's events",
+    )
+    const gaps = await callTool(clients[2]!, "query_audit", { tool: "audit", project: "*" })
+    assert.deepStrictEqual((JSON.parse(gaps.text) as { entries: Array<unknown> }).entries, [], "no gap in the ledger")
   }, 240_000)
 
   it("kill -9 of a store's writer while forwards to it are in flight: writes on the others resume once its lease lapses, every acknowledged write kept, none applied twice", async () => {
