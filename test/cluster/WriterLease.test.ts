@@ -39,11 +39,18 @@ afterAll(async () => {
 
 const leaseMs = 1500
 
-/** Three daemon ids of which `ids[0]` is the one the `store` lease prefers among the three. */
+/** Some of the daemon's stores (src/Engine.ts has them all). */
+const someStores = ["graph", "conversations", "notes", "tasks", "audit"]
+
+/**
+ * Three daemon ids of which `ids[0]` is the one the `store` lease prefers among the three, and that
+ * spread the leases (rendezvous hashing could, rarely, give one daemon every store).
+ */
 const idsPreferring = (tag: string, store: string): [string, string, string] => {
   for (let n = 0; ; n++) {
     const ids: [string, string, string] = [`${tag}-a${n}`, `${tag}-b${n}`, `${tag}-c${n}`]
-    if (preferredDaemon(store, ids) === ids[0]) return ids
+    const spread = new Set(someStores.map((name) => preferredDaemon(name, ids))).size > 1
+    if (preferredDaemon(store, ids) === ids[0] && spread) return ids
   }
 }
 
@@ -149,6 +156,15 @@ describe("writer leases on a 3-node JetStream cluster", () => {
     const views = await settled(daemons, ids)
     const holders = new Set(views[0]!.map((store) => store.writer!.holder))
     assert.isAbove(holders.size, 1, "the leases are spread over the daemons, not all on one")
+    // The dashboard's cluster view names each store's writer.
+    const cluster = await apiGet<{ writers: ReadonlyArray<{ store: string; holder?: string }> }>(
+      daemons[1]!,
+      "/api/cluster",
+    )
+    assert.deepStrictEqual(
+      cluster.writers.map((writer) => [writer.store, writer.holder]),
+      views[0]!.map((store) => [store.name, preferredDaemon(store.name, ids)]),
+    )
 
     const failures: Array<string> = []
     const unreadable: Array<string> = []
