@@ -15,8 +15,8 @@
  */
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import { embeddingText, type SearchDocument } from "../src/search/SearchDocument.ts"
-import { fullTextTerms } from "../src/search/Tokenizer.ts"
+import { embeddingText, type SearchDocument } from "../src/search/index/SearchDocument.ts"
+import { fullTextTerms } from "../src/search/index/Tokenizer.ts"
 
 const setDir = join(import.meta.dirname, "retrieval-set")
 

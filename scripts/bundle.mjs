@@ -97,7 +97,10 @@ writeFileSync(
 chmodSync("dist/bundle/cli.cjs", 0o644)
 const workers = await build({
   ...common,
-  entryPoints: { EmbedderWorker: "src/search/EmbedderWorker.ts", SearchWorker: "src/search/SearchWorker.ts" },
+  entryPoints: {
+    EmbedderWorker: "src/search/embedding/EmbedderWorker.ts",
+    SearchWorker: "src/search/thread/SearchWorker.ts",
+  },
   outdir: "dist/bundle",
   splitting: true,
   format: "esm",

@@ -6,7 +6,6 @@
  * store's mailbox, flushes, and releases the lock last.
  */
 import { Effect, Layer } from "effect"
-import * as EventBus from "./actors/EventBus.ts"
 import * as Router from "./actors/Router.ts"
 import type { StoreOptions } from "./actors/StoreActor.ts"
 import { conversationState } from "./conversations/ConversationState.ts"
@@ -19,16 +18,17 @@ import { recordState } from "./engineering/RecordState.ts"
 import * as GraphSearch from "./graph/GraphSearch.ts"
 import { graphState } from "./graph/GraphState.ts"
 import { graphStore } from "./graph/GraphStore.ts"
-import type { EncoderConfig } from "./search/EncoderLoader.ts"
+import type { EncoderConfig } from "./search/embedding/EncoderLoader.ts"
 import * as SearchIndexer from "./search/Indexer.ts"
 import { searchSources } from "./search/SearchSources.ts"
-import type { openSearchThread } from "./search/SearchThread.ts"
-import { DataDirError, lockDataDir } from "./stores/DataDir.ts"
-import type { NatsSettings } from "./stores/NatsSettings.ts"
-import { readMembership } from "./stores/SharedMemory.ts"
+import type { openSearchThread } from "./search/thread/SearchThread.ts"
+import { DataDirError, lockDataDir } from "./stores/datadir/DataDir.ts"
+import * as EventBus from "./stores/EventBus.ts"
 import { type StateSchema, withKernelKeys } from "./stores/StateSchema.ts"
 import type { AnyStoreDefinition } from "./stores/StoreDefinition.ts"
-import { layerNode } from "./stores/WalFs.ts"
+import type { NatsSettings } from "./stores/shared/NatsSettings.ts"
+import { readMembership } from "./stores/shared/SharedMemory.ts"
+import { layerNode } from "./stores/wal/WalFs.ts"
 
 /** The domain stores every engine runs. */
 export const domainStores: ReadonlyArray<AnyStoreDefinition> = [graphStore, conversationStore, ...engineeringStores]
@@ -74,8 +74,8 @@ const sharedLogsLayer = (settings: NatsSettings) =>
   Layer.unwrap(
     Effect.promise(async () => {
       const [{ jetStreamLogs }, Nats, WriterLeases] = await Promise.all([
-        import("./stores/JetStreamWal.ts"),
-        import("./stores/Nats.ts"),
+        import("./stores/wal/JetStreamWal.ts"),
+        import("./stores/shared/Nats.ts"),
         import("./cluster/WriterLeases.ts"),
       ])
       return Layer.mergeAll(jetStreamLogs, WriterLeases.layer).pipe(Layer.provideMerge(Nats.layer(settings)))

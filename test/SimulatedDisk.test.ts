@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
-import { type FsError, WalFs } from "../src/stores/WalFs.js"
+import { type FsError, WalFs } from "../src/stores/wal/WalFs.ts"
 import { layer, SimulatedDisk } from "./support/SimulatedDisk.js"
 
 type Fs = WalFs["Service"]

@@ -23,7 +23,7 @@
 import { Cause, Deferred, Effect, Exit, Result } from "effect"
 import { StoreError } from "../stores/StoreError.ts"
 import type { Incarnation, Prepared, StoreKernel, Submitted, Written } from "../stores/StoreKernel.ts"
-import { type Appended, WalError } from "../stores/Wal.ts"
+import { type Appended, WalError } from "../stores/wal/Wal.ts"
 import { type Envelope, failAll, type Mailbox } from "./Mailbox.ts"
 
 /** A shared log refused an append as stale: catch up to `position` (when known), then go on. */

@@ -9,11 +9,11 @@
  * store's writes go to the daemon holding its writer lease; reads stay local.
  */
 import { Context, Effect, Layer, Schema, type Scope } from "effect"
+import type { EventBus } from "../stores/EventBus.ts"
 import type { AnyStoreDefinition, StoreDefinition } from "../stores/StoreDefinition.ts"
 import type { StoreError } from "../stores/StoreError.ts"
 import type { CompactionReport } from "../stores/StoreKernel.ts"
-import type { WalFs } from "../stores/WalFs.ts"
-import type { EventBus } from "./EventBus.ts"
+import type { WalFs } from "../stores/wal/WalFs.ts"
 import { defaultStoreOptions, makeStore, type Store, type StoreHealth, type StoreOptions } from "./StoreActor.ts"
 import { WriteRouting } from "./WriteRouting.ts"
 

@@ -43,8 +43,8 @@
  * answered after the log is cut, as above.
  */
 import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, Latch, type Scope } from "effect"
-import type { StoreView } from "../stores/Checkpoint.ts"
-import { defaultPreallocateBytes } from "../stores/FileWal.ts"
+import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
+import type { EventBus } from "../stores/EventBus.ts"
 import { idempotencyKeyLengthMax } from "../stores/Idempotency.ts"
 import type { StoreDefinition } from "../stores/StoreDefinition.ts"
 import { StoreError } from "../stores/StoreError.ts"
@@ -55,10 +55,10 @@ import {
   type KernelOptions,
   makeStoreKernel,
 } from "../stores/StoreKernel.ts"
-import { type RecoveryReport, WalError, type WalStats } from "../stores/Wal.ts"
-import type { WalFs } from "../stores/WalFs.ts"
+import { defaultPreallocateBytes } from "../stores/wal/FileWal.ts"
+import { type RecoveryReport, WalError, type WalStats } from "../stores/wal/Wal.ts"
+import type { WalFs } from "../stores/wal/WalFs.ts"
 import { BatchPipeline, type BatchSplit } from "./BatchPipeline.ts"
-import type { EventBus } from "./EventBus.ts"
 import { type Control, type Envelope, failAll, isControl, Mailbox } from "./Mailbox.ts"
 
 /** Limits and timings of one store actor. */

@@ -6,8 +6,8 @@
 import { Console, Effect, Layer, Option } from "effect"
 import { progressBar } from "../conversations/ProgressBar.ts"
 import { domainStates, domainStores } from "../Engine.ts"
-import { type ArchiveReport, exportArchive, importArchive } from "../stores/Archive.ts"
-import { lockDataDir, resolveDataDir } from "../stores/DataDir.ts"
+import { lockDataDir, resolveDataDir } from "../stores/datadir/DataDir.ts"
+import { type ArchiveReport, exportArchive, importArchive } from "../transfer/Archive.ts"
 import { localStores } from "./HealthCommand.ts"
 
 const summary = (verb: string, file: string, report: ArchiveReport) =>

@@ -18,10 +18,11 @@ import { existsSync, mkdirSync, renameSync } from "node:fs"
 import { join } from "node:path"
 import { Console, Effect, Layer, Option, Schema } from "effect"
 import { Command, Flag } from "effect/cli"
-import * as EventBus from "../actors/EventBus.ts"
 import * as Router from "../actors/Router.ts"
 import { domainStores } from "../Engine.ts"
-import { isOwnerAlive, lockDataDir, readLockOwner, resolveDataDir } from "../stores/DataDir.ts"
+import { isOwnerAlive, lockDataDir, readLockOwner, resolveDataDir } from "../stores/datadir/DataDir.ts"
+import * as EventBus from "../stores/EventBus.ts"
+import { snapshotRecordType } from "../stores/StoreKernel.ts"
 import {
   newDaemonId,
   preJoinCopyPrefix,
@@ -29,9 +30,8 @@ import {
   removeMembership,
   storesHoldingData,
   writeMembership,
-} from "../stores/SharedMemory.ts"
-import { snapshotRecordType } from "../stores/StoreKernel.ts"
-import { layerNode } from "../stores/WalFs.ts"
+} from "../stores/shared/SharedMemory.ts"
+import { layerNode } from "../stores/wal/WalFs.ts"
 import { runningDaemon } from "./HealthCommand.ts"
 import {
   natsCredsFlag,
@@ -85,8 +85,8 @@ const allOpened = Effect.gen(function* () {
 /** The JetStream logs and the NATS connection, loaded when a command needs them (a local daemon never does). */
 const sharedModules = async () => {
   const [{ jetStreamLogs, publishSnapshot, streamNameOf }, Nats] = await Promise.all([
-    import("../stores/JetStreamWal.ts"),
-    import("../stores/Nats.ts"),
+    import("../stores/wal/JetStreamWal.ts"),
+    import("../stores/shared/Nats.ts"),
   ])
   return { jetStreamLogs, publishSnapshot, streamNameOf, Nats }
 }

@@ -11,9 +11,9 @@ import { Console, Effect, Option, Result, Schema } from "effect"
 import { Command, Flag } from "effect/cli"
 import { resolveActiveNvimFile } from "../editor/ActiveNvimFile.ts"
 import { builtinKinds } from "../privacy/PrivacyFilter.ts"
-import { type DataDirSource, dataDirShapeProblem, resolveDataDir } from "../stores/DataDir.ts"
-import { readDataDirConfig } from "../stores/DataDirConfig.ts"
-import { defaultLeaseMs } from "../stores/NatsSettings.ts"
+import { type DataDirSource, dataDirShapeProblem, resolveDataDir } from "../stores/datadir/DataDir.ts"
+import { readDataDirConfig } from "../stores/datadir/DataDirConfig.ts"
+import { defaultLeaseMs } from "../stores/shared/NatsSettings.ts"
 import { defaultHost, defaultPort, readDaemonInfo } from "../transports/Daemon.ts"
 import {
   defaultNatsPrefix,

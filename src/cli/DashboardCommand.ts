@@ -10,7 +10,7 @@
 import { spawn } from "node:child_process"
 import { Console, Effect, Option, Schema } from "effect"
 import { Command, Flag } from "effect/cli"
-import { resolveDataDir } from "../stores/DataDir.ts"
+import { resolveDataDir } from "../stores/datadir/DataDir.ts"
 import { defaultHost, ensureToken, ping, readDaemonInfo } from "../transports/Daemon.ts"
 import { dataDirFlag, portFlag } from "./ServeCommand.ts"
 

@@ -17,9 +17,9 @@ import { Console, Effect, Option, Result, Schema } from "effect"
 import { Command, Flag } from "effect/cli"
 import type { StoreHealth } from "../actors/StoreActor.ts"
 import { domainStores } from "../Engine.ts"
-import { defaultModelName, packagedModelDir } from "../search/Embedder.ts"
-import { openLmdbPersistence } from "../search/SearchPersistence.ts"
-import { defaultVocabularySize, isStaticModelCurrent } from "../search/StaticModelBuild.ts"
+import { defaultModelName, packagedModelDir } from "../search/embedding/Embedder.ts"
+import { defaultVocabularySize, isStaticModelCurrent } from "../search/embedding/StaticModelBuild.ts"
+import { openLmdbPersistence } from "../search/persistence/SearchPersistence.ts"
 import {
   type DataDirLocation,
   dataDirSafetyProblems,
@@ -28,11 +28,11 @@ import {
   readLockOwner,
   resolveDataDir,
   tornLockAgeMs,
-} from "../stores/DataDir.ts"
-import { dataDirConfigFileName, readDataDirConfig } from "../stores/DataDirConfig.ts"
-import { looseEntries } from "../stores/DataDirPermissions.ts"
-import { readMembership } from "../stores/SharedMemory.ts"
-import { checkStoreLog, storeDirs } from "../stores/WalRepair.ts"
+} from "../stores/datadir/DataDir.ts"
+import { dataDirConfigFileName, readDataDirConfig } from "../stores/datadir/DataDirConfig.ts"
+import { looseEntries } from "../stores/datadir/DataDirPermissions.ts"
+import { readMembership } from "../stores/shared/SharedMemory.ts"
+import { checkStoreLog, storeDirs } from "../stores/wal/WalRepair.ts"
 import { defaultHost, ping, readDaemonInfo } from "../transports/Daemon.ts"
 import { fetchDaemonStats, runningDaemon } from "./HealthCommand.ts"
 import { noNatsFlags, resolveNats, settingsOf } from "./NatsFlags.ts"
@@ -368,8 +368,8 @@ const checkSharedMemory = (dir: string, stores: ReadonlyArray<StoreHealth> | und
       )
     const reached = yield* Effect.scoped(
       Effect.gen(function* () {
-        const { makeNats } = yield* Effect.promise(() => import("../stores/Nats.ts"))
-        const { streamNameOf } = yield* Effect.promise(() => import("../stores/JetStreamWal.ts"))
+        const { makeNats } = yield* Effect.promise(() => import("../stores/shared/Nats.ts"))
+        const { streamNameOf } = yield* Effect.promise(() => import("../stores/wal/JetStreamWal.ts"))
         const nats = yield* makeNats(settings)
         const streams: Array<string> = []
         for (const store of domainStores) {

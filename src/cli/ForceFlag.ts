@@ -5,7 +5,7 @@
  */
 import { Effect } from "effect"
 import { Command, Flag, GlobalFlag } from "effect/cli"
-import { AllowUnsafeDataDir } from "../stores/DataDir.ts"
+import { AllowUnsafeDataDir } from "../stores/datadir/DataDir.ts"
 
 /** `--force`, accepted by every command. */
 export const forceFlag = GlobalFlag.Setting("force")({

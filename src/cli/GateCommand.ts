@@ -32,7 +32,7 @@ import {
 import { readGitContext } from "../engineering/GitContext.ts"
 import { presentRecord } from "../engineering/RecordQueries.ts"
 import { defaultProjectName } from "../graph/Model.ts"
-import { resolveDataDir } from "../stores/DataDir.ts"
+import { resolveDataDir } from "../stores/datadir/DataDir.ts"
 import { ping, readDaemonInfo, readToken } from "../transports/Daemon.ts"
 import { CommandExit } from "./Main.ts"
 import { dataDirFlag } from "./ServeCommand.ts"

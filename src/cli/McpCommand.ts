@@ -6,7 +6,7 @@
  */
 import { Effect, Option } from "effect"
 import { Command, Flag } from "effect/cli"
-import { resolveDataDir } from "../stores/DataDir.ts"
+import { resolveDataDir } from "../stores/datadir/DataDir.ts"
 import { defaultHost, findOrStartDaemon } from "../transports/Daemon.ts"
 import { dataDirFlag, portFlag } from "./ServeCommand.ts"
 

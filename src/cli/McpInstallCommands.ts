@@ -38,7 +38,7 @@ import {
   targetOf,
 } from "../install/Installer.ts"
 import { unifiedDiff } from "../install/TextDiff.ts"
-import { resolveDataDir } from "../stores/DataDir.ts"
+import { resolveDataDir } from "../stores/datadir/DataDir.ts"
 import { defaultHost, defaultPort, ping, pingDaemon, readDaemonInfo } from "../transports/Daemon.ts"
 import { dataDirFlag } from "./ServeCommand.ts"
 

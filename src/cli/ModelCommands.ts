@@ -6,10 +6,17 @@
  */
 import { Console, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
-import { builtinCatalogue, defaultHubUrl, defaultModelName } from "../search/ModelCatalogue.ts"
-import type { DownloadProgress } from "../search/ModelDownload.ts"
-import { builtinModelName, listModels, modelsDirOf, pullModel, removeModel, useModel } from "../search/ModelFolder.ts"
-import { resolveDataDir } from "../stores/DataDir.ts"
+import { builtinCatalogue, defaultHubUrl, defaultModelName } from "../search/embedding/ModelCatalogue.ts"
+import type { DownloadProgress } from "../search/embedding/ModelDownload.ts"
+import {
+  builtinModelName,
+  listModels,
+  modelsDirOf,
+  pullModel,
+  removeModel,
+  useModel,
+} from "../search/embedding/ModelFolder.ts"
+import { resolveDataDir } from "../stores/datadir/DataDir.ts"
 import { dataDirFlag } from "./ServeCommand.ts"
 
 /** Least time between two redraws of the bar. */

@@ -10,9 +10,9 @@
  */
 import { Effect, Option, Schema } from "effect"
 import { Flag } from "effect/cli"
-import { readDataDirConfig } from "../stores/DataDirConfig.ts"
-import { defaultLeaseMs, type NatsSettings, validateNatsSettings } from "../stores/NatsSettings.ts"
-import { newDaemonId, readMembership, storesHoldingData, writeMembership } from "../stores/SharedMemory.ts"
+import { readDataDirConfig } from "../stores/datadir/DataDirConfig.ts"
+import { defaultLeaseMs, type NatsSettings, validateNatsSettings } from "../stores/shared/NatsSettings.ts"
+import { newDaemonId, readMembership, storesHoldingData, writeMembership } from "../stores/shared/SharedMemory.ts"
 
 /** The default name of a shared memory. */
 export const defaultNatsPrefix = "mnemos"

@@ -12,8 +12,8 @@ import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { Console, Effect, Option, Schema } from "effect"
 import { Command, Flag } from "effect/cli"
-import { lockDataDir, resolveDataDir } from "../stores/DataDir.ts"
-import { checkStoreLog, type RepairReport, repairStoreLog, storeDirs } from "../stores/WalRepair.ts"
+import { lockDataDir, resolveDataDir } from "../stores/datadir/DataDir.ts"
+import { checkStoreLog, type RepairReport, repairStoreLog, storeDirs } from "../stores/wal/WalRepair.ts"
 import { dataDirFlag } from "./ServeCommand.ts"
 
 /** The directory, under the data directory, where damaged segments are kept. */

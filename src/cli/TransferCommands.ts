@@ -31,8 +31,8 @@ import { exportGraph, type GraphReader, importGraphFrom } from "../graph/GraphTr
 import { defaultProjectName, type Entity, type Relation } from "../graph/Model.ts"
 import { officialJsonlFileItems, serializeOfficialJsonl } from "../graph/OfficialJsonl.ts"
 import { filteredStore, filterPrivate } from "../privacy/PrivacyFilter.ts"
-import { isArchiveFile } from "../stores/Archive.ts"
-import { resolveDataDir } from "../stores/DataDir.ts"
+import { resolveDataDir } from "../stores/datadir/DataDir.ts"
+import { isArchiveFile } from "../transfer/Archive.ts"
 import { exportArchiveFile, importArchiveFile } from "./ArchiveTransfer.ts"
 import { writeFileAtomic } from "./AtomicFile.ts"
 import {

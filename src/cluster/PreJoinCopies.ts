@@ -11,7 +11,7 @@
  */
 import { Effect, Layer } from "effect"
 import { Router } from "../actors/Router.ts"
-import { preJoinCopies, removePreJoinCopies } from "../stores/SharedMemory.ts"
+import { preJoinCopies, removePreJoinCopies } from "../stores/shared/SharedMemory.ts"
 
 /** How often the stores' health is looked at until every store is open. */
 export const preJoinCheckIntervalMs = 1_000

@@ -18,8 +18,8 @@
 import { hostname } from "node:os"
 import { Effect, Layer, Option, Schedule } from "effect"
 import { Router } from "../actors/Router.ts"
-import { streamNameOf } from "../stores/JetStreamWal.ts"
-import { Nats } from "../stores/Nats.ts"
+import { Nats } from "../stores/shared/Nats.ts"
+import { streamNameOf } from "../stores/wal/JetStreamWal.ts"
 import { ClusterPresence, type ClusterView, type DaemonView, type Heartbeat } from "./ClusterPresence.ts"
 
 /** How often a daemon says it is there. */

@@ -44,10 +44,10 @@ import type { Msg } from "@nats-io/transport-node"
 import { Cause, Effect, Exit, Layer, Schema, type Scope } from "effect"
 import type { Store, StoreHealth } from "../actors/StoreActor.ts"
 import { WriteRouting, type WriterView } from "../actors/WriteRouting.ts"
-import { Nats } from "../stores/Nats.ts"
-import { defaultLeaseMs } from "../stores/NatsSettings.ts"
 import type { StoreDefinition } from "../stores/StoreDefinition.ts"
 import { StoreError } from "../stores/StoreError.ts"
+import { Nats } from "../stores/shared/Nats.ts"
+import { defaultLeaseMs } from "../stores/shared/NatsSettings.ts"
 
 /** Beyond the lease, how long a lapsed lease is left before another daemon takes it. */
 export const takeoverGraceMs = 500

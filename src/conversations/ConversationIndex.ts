@@ -17,7 +17,7 @@
  * Updates are append-only: a changed message gets a new document number and its old postings are
  * skipped as dead until a compaction renumbers everything (when dead postings outnumber live ones).
  */
-import type { StoreView } from "../stores/Checkpoint.ts"
+import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
 import {
   allHistory,
   type ChangeRecord,

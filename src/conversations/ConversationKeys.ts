@@ -29,7 +29,7 @@
  * messages before one, the newest of a session) never needs a reverse range. Numbers in keys are
  * zero-padded base 36 so that string order is numeric order.
  */
-import type { KeyRange } from "../stores/Checkpoint.ts"
+import type { KeyRange } from "../stores/checkpoint/Checkpoint.ts"
 import { type MemoryKind, type Message, memoryKinds } from "./Model.ts"
 
 const sep = "\u0005"

@@ -7,7 +7,7 @@
  * returned, so paging always makes progress (one message is at most ~7 MiB of JSON, the worst
  * escaping of 1 MiB of content).
  */
-import type { StoreView } from "../stores/Checkpoint.ts"
+import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
 import {
   historyAfter,
   historyOf,

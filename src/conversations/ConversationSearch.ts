@@ -4,7 +4,7 @@
  * the seed's result — the message, its score parts, its relation count and, if asked, its
  * neighbours — within the response budget (later results are left out, the first never is).
  */
-import type { StoreView } from "../stores/Checkpoint.ts"
+import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
 import { type IndexQuery, indexOf } from "./ConversationIndex.ts"
 import { liveMessage, neighbours, ResponseBudget, relationCount } from "./ConversationReads.ts"
 

@@ -1,12 +1,12 @@
 /**
  * How conversation messages appear in omni search and the mem-* tools (the searchable-documents
- * contract of src/search/SearchDocument.ts): one group of one document per live message of the
+ * contract of src/search/index/SearchDocument.ts): one group of one document per live message of the
  * current generation, re-read from the view for every event that names it. An import switches
  * the whole generation, and a purge drops tombstones: both ask for a rescan.
  */
 
-import type { GroupDocuments, SearchSource } from "../search/SearchDocument.ts"
-import type { StoreView } from "../stores/Checkpoint.ts"
+import type { GroupDocuments, SearchSource } from "../search/index/SearchDocument.ts"
+import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
 import { genPrefix, type StoredMessage } from "./ConversationKeys.ts"
 import { type ConversationEvent, conversationStore } from "./ConversationStore.ts"
 import { currentGen } from "./Generations.ts"

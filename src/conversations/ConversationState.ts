@@ -5,7 +5,7 @@
  * history, link, session, order, relation and tombstone indexes, the changelog and the counters.
  */
 import { Schema } from "effect"
-import type { StoreView } from "../stores/Checkpoint.ts"
+import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
 import {
   decodeProblemOf,
   everyKey,

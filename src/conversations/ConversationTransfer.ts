@@ -15,7 +15,7 @@
  */
 import { Effect, Result, Schema } from "effect"
 import { writeFileAtomic } from "../cli/AtomicFile.ts"
-import type { StoreView } from "../stores/Checkpoint.ts"
+import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
 import type { StoreError } from "../stores/StoreError.ts"
 import {
   allMessages,

@@ -22,8 +22,8 @@
  * in (approximate) bytes.
  */
 import { Result, Schema } from "effect"
-import type { StoreView, StoreWriter } from "../stores/Checkpoint.ts"
-import { compareKeys } from "../stores/KeyCodec.ts"
+import type { StoreView, StoreWriter } from "../stores/checkpoint/Checkpoint.ts"
+import { compareKeys } from "../stores/checkpoint/KeyCodec.ts"
 import {
   allMessages,
   currentGenKey,

@@ -13,7 +13,7 @@
  * - `Stats` counts live and deleted messages and their bytes; every change is numbered in the
  *   changelog, of which only the last `changelogEntriesMax` entries are kept.
  */
-import type { StoreView, StoreWriter } from "../stores/Checkpoint.ts"
+import type { StoreView, StoreWriter } from "../stores/checkpoint/Checkpoint.ts"
 import {
   changeKey,
   changelogEntriesMax,

@@ -14,7 +14,7 @@ import { randomBytes } from "node:crypto"
 import { closeSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from "node:fs"
 import { basename, dirname, join, resolve } from "node:path"
 import { Console, Effect, PubSub, type Scope } from "effect"
-import { expandEnvPath } from "../stores/DataDir.ts"
+import { expandEnvPath } from "../stores/datadir/DataDir.ts"
 import { editorActiveUri, type FocusEntry, type Telemetry } from "../transports/Telemetry.ts"
 
 /** The file's name in the data directory (seed 002's). */

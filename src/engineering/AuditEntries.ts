@@ -8,8 +8,9 @@
  * generic entry from whatever `project`/`by`/`tool` fields they have. The audit store's own
  * events are never audited (that would never end).
  */
-import { type CommittedEvent, isDomainEvent } from "../actors/EventBus.ts"
+
 import type { GraphEvent } from "../graph/GraphStore.ts"
+import { type CommittedEvent, isDomainEvent } from "../stores/EventBus.ts"
 import { type AuditEntryInput, allProjectsMarker, auditStore, auditSummaryCharsMax } from "./AuditStore.ts"
 import type { RecordEvent } from "./RecordStore.ts"
 

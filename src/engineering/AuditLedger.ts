@@ -24,8 +24,8 @@
  * drains once more before the stores close.
  */
 import { Context, Effect, Layer, PubSub, Semaphore } from "effect"
-import { type CommittedEvent, EventBus, eventBusCapacity } from "../actors/EventBus.ts"
 import { Router } from "../actors/Router.ts"
+import { type CommittedEvent, EventBus, eventBusCapacity } from "../stores/EventBus.ts"
 import { StoreError } from "../stores/StoreError.ts"
 import { auditEntryOf } from "./AuditEntries.ts"
 import { type AuditFilter, type AuditPage, queryAudit } from "./AuditQueries.ts"

@@ -3,7 +3,7 @@
  * and time, in bounded pages. Like record lists, one page scans at most `auditScanEntriesMax`
  * entries and then returns a cursor, however selective the filters are.
  */
-import type { StoreView } from "../stores/Checkpoint.ts"
+import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
 import { type AuditEntry, allEntries, allProjectsMarker, getEntry, olderThan, projectEntries } from "./AuditStore.ts"
 
 /** Most entries one query returns. */

@@ -28,7 +28,7 @@
  *   n                          → next seq
  */
 import { Result, Schema } from "effect"
-import type { KeyRange, StoreView, StoreWriter } from "../stores/Checkpoint.ts"
+import type { KeyRange, StoreView, StoreWriter } from "../stores/checkpoint/Checkpoint.ts"
 import { decodeProblemOf, type StateSchema, unknownKey } from "../stores/StateSchema.ts"
 import type { StoreDefinition } from "../stores/StoreDefinition.ts"
 

@@ -11,8 +11,8 @@
  * its first read, so no commit can slip between the read and the wait.
  */
 import { Clock, Context, Duration, Effect, Layer, PubSub } from "effect"
-import { EventBus } from "../actors/EventBus.ts"
 import { Router } from "../actors/Router.ts"
+import { EventBus } from "../stores/EventBus.ts"
 import type { StoreError } from "../stores/StoreError.ts"
 import { allExpiring, type ExpiryEntry, expiringBy, recordKey } from "./RecordKeys.ts"
 import type { RecordStoreDefinition, StoredRecord } from "./RecordStore.ts"

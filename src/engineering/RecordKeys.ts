@@ -19,7 +19,7 @@
  *   x / time / project / kind / id   → {at, project, kind, id}    (live records that expire, by time)
  *   pj / project                     → 1                          (the projects that have records)
  */
-import type { KeyRange } from "../stores/Checkpoint.ts"
+import type { KeyRange } from "../stores/checkpoint/Checkpoint.ts"
 
 const sep = "\u001f"
 /** Whether `key` is a record's key (`r / project / kind / id`). */

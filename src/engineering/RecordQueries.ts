@@ -5,7 +5,7 @@
  * A page scans at most `listScanRecordsMax` records, however selective the filters are; when it
  * stops early it returns a cursor, so every call is bounded and nothing is silently skipped.
  */
-import type { StoreView } from "../stores/Checkpoint.ts"
+import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
 import {
   recordKey,
   recordsAfter,

@@ -10,8 +10,8 @@
  * (RecordExpiry.ts) — has no documents, so it leaves search with the event that deleted it.
  */
 
-import type { GroupDocuments, SearchDocument, SearchSource } from "../search/SearchDocument.ts"
-import type { StoreView } from "../stores/Checkpoint.ts"
+import type { GroupDocuments, SearchDocument, SearchSource } from "../search/index/SearchDocument.ts"
+import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
 import { adrsStore } from "./Adrs.ts"
 import { engineeringStore } from "./CodeHistory.ts"
 import { notesStore } from "./Notes.ts"

@@ -5,7 +5,7 @@
  * newest-first, unique-key and expiry indexes; the per-kind numbers; and the set of projects.
  */
 import { Result, Schema } from "effect"
-import type { StoreView } from "../stores/Checkpoint.ts"
+import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
 import {
   decodeProblemOf,
   everyKey,

@@ -18,7 +18,7 @@
  */
 import { Result, Schema } from "effect"
 import { monotonicFactory } from "ulid"
-import type { StoreView, StoreWriter } from "../stores/Checkpoint.ts"
+import type { StoreView, StoreWriter } from "../stores/checkpoint/Checkpoint.ts"
 import type { Decision, StoreDefinition } from "../stores/StoreDefinition.ts"
 import {
   type ExpiryEntry,

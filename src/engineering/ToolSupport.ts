@@ -7,7 +7,7 @@ import { isAbsolute, resolve } from "node:path"
 import { Effect, Schema } from "effect"
 import { Router } from "../actors/Router.ts"
 import { entityNameBytesMax, isMaxUtf8Bytes, projectNameBytesMax } from "../graph/Model.ts"
-import type { StoreView } from "../stores/Checkpoint.ts"
+import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
 import { StoreError } from "../stores/StoreError.ts"
 import {
   inputSchemaOf,

@@ -13,7 +13,7 @@
  * `order` is a per-project counter, zero-padded base 36, so iteration follows creation order:
  * read_graph and search_nodes return items in the order the official server would.
  */
-import type { KeyRange } from "../stores/Checkpoint.ts"
+import type { KeyRange } from "../stores/checkpoint/Checkpoint.ts"
 
 const sep = "\u0000"
 const end = "\u0001"

@@ -3,7 +3,7 @@
  * acknowledged changes not yet in LMDB). Results use the official shapes and the official order
  * (creation order), so their pretty-printed JSON matches the official server's text.
  */
-import type { StoreView } from "../stores/Checkpoint.ts"
+import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
 import {
   allProjects,
   countersKey,

@@ -8,7 +8,7 @@
  * Answers equal `searchNodesByScan` on the same view — the same entities in creation order and
  * every relation with at least one end among them.
  */
-import type { StoreView } from "../stores/Checkpoint.ts"
+import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
 import {
   entitiesInOrder,
   type GraphEntityRecord,

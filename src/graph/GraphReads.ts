@@ -5,7 +5,7 @@
  * another query.
  */
 import { createHash } from "node:crypto"
-import type { StoreView } from "../stores/Checkpoint.ts"
+import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
 import { entitiesInOrder, relationsInOrder } from "./GraphKeys.ts"
 import { getEntity, officialEntity, officialRelation, relationsTouching } from "./GraphQueries.ts"
 import type { Entity, Relation } from "./Model.ts"

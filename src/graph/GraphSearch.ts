@@ -11,9 +11,9 @@
  * index and every answer equals a scan (`searchNodesByScan`), which the tests check.
  */
 import { Context, Duration, Effect, Layer, PubSub, Semaphore } from "effect"
-import { type CommittedEvent, EventBus, isDomainEvent } from "../actors/EventBus.ts"
 import { Router } from "../actors/Router.ts"
-import type { StoreView } from "../stores/Checkpoint.ts"
+import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
+import { type CommittedEvent, EventBus, isDomainEvent } from "../stores/EventBus.ts"
 import type { StoreError } from "../stores/StoreError.ts"
 import { ProjectReadModel, type RefreshedInDrain } from "./GraphReadModel.ts"
 import { type GraphEvent, graphStore } from "./GraphStore.ts"

@@ -5,7 +5,7 @@
  * and the set of projects.
  */
 import { Schema } from "effect"
-import type { StoreView } from "../stores/Checkpoint.ts"
+import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
 import {
   decodeProblemOf,
   everyKey,

@@ -12,7 +12,7 @@
  * cascade; every key it touches is derived from the event and the state, never from the clock.
  */
 import { Result, Schema } from "effect"
-import type { StoreView, StoreWriter } from "../stores/Checkpoint.ts"
+import type { StoreView, StoreWriter } from "../stores/checkpoint/Checkpoint.ts"
 import type { Decision, StoreDefinition } from "../stores/StoreDefinition.ts"
 import {
   countersKey,

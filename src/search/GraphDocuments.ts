@@ -10,8 +10,8 @@
 import { allProjects, entitiesByName, type GraphEntityRecord, projectOfKey } from "../graph/GraphKeys.ts"
 import { getEntity } from "../graph/GraphQueries.ts"
 import { type GraphEvent, graphStore, touchedEntities } from "../graph/GraphStore.ts"
-import type { StoreView } from "../stores/Checkpoint.ts"
-import { type GroupDocuments, hashText, type SearchDocument, type SearchSource } from "./SearchDocument.ts"
+import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
+import { type GroupDocuments, hashText, type SearchDocument, type SearchSource } from "./index/SearchDocument.ts"
 
 /** The id of an entity's document. */
 export const entityDocumentId = (project: string, name: string): string => `g${hashText(`${project}\u0000${name}`)}`

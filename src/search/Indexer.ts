@@ -21,18 +21,18 @@
 import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { Clock, Context, Duration, Effect, Fiber, Layer, PubSub, Semaphore } from "effect"
-import { type CommittedEvent, EventBus, isDomainEvent } from "../actors/EventBus.ts"
 import { Router } from "../actors/Router.ts"
-import type { StoreView } from "../stores/Checkpoint.ts"
-import type { EmbedderConfig, EmbedderStatus } from "./Embedder.ts"
-import type { CoreStats, SearchRequest } from "./IndexCore.ts"
-import type { Reembedding } from "./ModelSwitch.ts"
-import type { SearchHit } from "./Ranking.ts"
-import type { AnySearchSource, GroupDocuments, SearchDocument } from "./SearchDocument.ts"
-import type { IndexStats, Timeline } from "./SearchIndex.ts"
-import { openSearchThread, type SearchThread } from "./SearchThread.ts"
+import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
+import { type CommittedEvent, EventBus, isDomainEvent } from "../stores/EventBus.ts"
+import type { EmbedderConfig, EmbedderStatus } from "./embedding/Embedder.ts"
+import type { Reembedding } from "./embedding/ModelSwitch.ts"
+import type { CoreStats, SearchRequest } from "./index/IndexCore.ts"
+import type { AnySearchSource, GroupDocuments, SearchDocument } from "./index/SearchDocument.ts"
+import type { IndexStats, Timeline } from "./index/SearchIndex.ts"
+import type { SearchHit } from "./ranking/Ranking.ts"
+import { openSearchThread, type SearchThread } from "./thread/SearchThread.ts"
 
-export type { SearchRequest } from "./IndexCore.ts"
+export type { SearchRequest } from "./index/IndexCore.ts"
 
 /** How often the index catches up with the bus when nobody searches. */
 export const backgroundDrainIntervalMs = 25

@@ -6,7 +6,7 @@
 import { conversationSearchSource } from "../conversations/ConversationSearchSource.ts"
 import { engineeringSearchSources } from "../engineering/RecordSearch.ts"
 import { graphSearchSource } from "./GraphDocuments.ts"
-import type { AnySearchSource } from "./SearchDocument.ts"
+import type { AnySearchSource } from "./index/SearchDocument.ts"
 
 /** Every search source the engine runs. */
 export const searchSources: ReadonlyArray<AnySearchSource> = [

@@ -17,7 +17,7 @@
  * compaction keeps every record but drops its reply (`withheld`), since a reply can quote what was
  * deleted since: a repeat after it is refused with `ReplyWithheld` and still not applied again.
  */
-import type { KeyRange, StoreView } from "./Checkpoint.ts"
+import type { KeyRange, StoreView } from "./checkpoint/Checkpoint.ts"
 
 /** WAL record type of a stand-alone idempotency record, as older logs hold them (events are type 1). */
 export const idempotencyRecordType = 2

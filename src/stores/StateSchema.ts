@@ -9,7 +9,7 @@
  * knows does not belong in the store, and is refused like a wrong value.
  */
 import { Result, Schema } from "effect"
-import type { KeyRange, StoreView } from "./Checkpoint.ts"
+import type { KeyRange, StoreView } from "./checkpoint/Checkpoint.ts"
 import { idempotencyStateKey } from "./Idempotency.ts"
 import { isOriginCountKey } from "./OriginCounts.ts"
 

@@ -11,7 +11,7 @@
  *   the actor restarts and the batch's callers get an error).
  */
 import type { Result, Schema } from "effect"
-import type { StoreView, StoreWriter } from "./Checkpoint.ts"
+import type { StoreView, StoreWriter } from "./checkpoint/Checkpoint.ts"
 
 /** What `decide` knows besides the command. */
 export interface CommandContext {

@@ -24,9 +24,11 @@
 import { statSync } from "node:fs"
 import { rm } from "node:fs/promises"
 import { Cause, Clock, Effect, Result, Schema } from "effect"
-import { type CommittedEvent, EventBus } from "../actors/EventBus.ts"
-import { type Checkpoint, openCheckpoint, type StoreView } from "./Checkpoint.ts"
-import { CommitQueue, diskFullRetryMs } from "./CommitQueue.ts"
+import { type Checkpoint, openCheckpoint, type StoreView } from "./checkpoint/Checkpoint.ts"
+import { CommitQueue, diskFullRetryMs } from "./checkpoint/CommitQueue.ts"
+import { Overlay } from "./checkpoint/Overlay.ts"
+import { PendingView } from "./checkpoint/PendingView.ts"
+import { type CommittedEvent, EventBus } from "./EventBus.ts"
 import {
   eventWithReplyRecordType,
   expiredKeys,
@@ -38,14 +40,12 @@ import {
   withheldRecord,
 } from "./Idempotency.ts"
 import { originCountKey } from "./OriginCounts.ts"
-import { Overlay } from "./Overlay.ts"
-import { PendingView } from "./PendingView.ts"
 import type { CommandContext, Decision, StoreDefinition } from "./StoreDefinition.ts"
 import { StoreError } from "./StoreError.ts"
-import { storeLogs } from "./StoreLogs.ts"
-import { type Appended, type RecoveryReport, type Wal, type WalEntry, WalError, type WalStats } from "./Wal.ts"
-import { WalFs } from "./WalFs.ts"
-import { batchEndFlag, payloadLength, type WalRecord } from "./WalRecord.ts"
+import { storeLogs } from "./wal/StoreLogs.ts"
+import { type Appended, type RecoveryReport, type Wal, type WalEntry, WalError, type WalStats } from "./wal/Wal.ts"
+import { WalFs } from "./wal/WalFs.ts"
+import { batchEndFlag, payloadLength, type WalRecord } from "./wal/WalRecord.ts"
 
 /**
  * The longest a batch's decide and apply run on the thread before they let the event loop in
@@ -338,7 +338,13 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
         let applied = 0
         for (let batches = shared.takeRemote(); batches.length > 0; batches = shared.takeRemote()) {
           for (const batch of batches) {
-            const events = yield* replayInto(incarnation.view, incarnation.commits, batch.records, undefined, shared.self)
+            const events = yield* replayInto(
+              incarnation.view,
+              incarnation.commits,
+              batch.records,
+              undefined,
+              shared.self,
+            )
             ackedSeq = batch.records[batch.records.length - 1]!.seq
             recordsSinceCheckpoint += batch.records.length
             yield* bus.publishAll(events)
@@ -395,9 +401,7 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
           opened.replay,
           opened.report.snapshot,
           opened.wal.shared?.self,
-        ).pipe(
-          Effect.catchDefect((defect) => Effect.fail(defect)),
-        )
+        ).pipe(Effect.catchDefect((defect) => Effect.fail(defect)))
         yield* bus.publishAll(replayed)
         recovery = opened.report
         ackedSeq = opened.wal.stats().nextSeq - 1
@@ -465,9 +469,7 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
           opened.replay,
           undefined,
           opened.wal.shared?.self,
-        ).pipe(
-          Effect.orDie,
-        )
+        ).pipe(Effect.orDie)
         yield* bus.publishAll(replayed)
         ackedSeq = opened.wal.stats().nextSeq - 1
         return { ...incarnation, wal: opened.wal }

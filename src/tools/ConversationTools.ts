@@ -68,7 +68,7 @@ import {
   Ulid,
 } from "../conversations/Model.ts"
 import { SearchIndexer } from "../search/Indexer.ts"
-import type { StoreView } from "../stores/Checkpoint.ts"
+import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
 import { StoreError } from "../stores/StoreError.ts"
 import { inputSchemaOf, makeTool, storeToolError, type Tool, ToolError, type ToolOutput } from "./Tool.ts"
 

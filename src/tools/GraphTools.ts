@@ -23,7 +23,7 @@ import {
   projectNameBytesMax,
   SearchQuery,
 } from "../graph/Model.ts"
-import type { StoreView } from "../stores/Checkpoint.ts"
+import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
 import { StoreError } from "../stores/StoreError.ts"
 import { type OfficialToolName, officialDeletionMessages, officialToolDefinition } from "./officialToolDefinitions.ts"
 import {

@@ -13,11 +13,17 @@ import { conversationStore } from "../conversations/ConversationStore.ts"
 import { currentGen } from "../conversations/Generations.ts"
 import { readStored } from "../conversations/MessageState.ts"
 import { projectNameBytesMax } from "../graph/Model.ts"
+import type { Reembedding } from "../search/embedding/ModelSwitch.ts"
 import { type SearchHealth, SearchIndexer, type SearchRequest } from "../search/Indexer.ts"
-import type { Reembedding } from "../search/ModelSwitch.ts"
-import { isSeedEventType, type SearchHit, type SearchMode, searchModes, shownTypeOf } from "../search/Ranking.ts"
-import type { SearchDocument } from "../search/SearchDocument.ts"
-import type { Timeline } from "../search/SearchIndex.ts"
+import type { SearchDocument } from "../search/index/SearchDocument.ts"
+import type { Timeline } from "../search/index/SearchIndex.ts"
+import {
+  isSeedEventType,
+  type SearchHit,
+  type SearchMode,
+  searchModes,
+  shownTypeOf,
+} from "../search/ranking/Ranking.ts"
 import { inputSchemaOf, makeTool, type Tool, type ToolCaller, ToolError, type ToolOutput } from "./Tool.ts"
 
 /** Max UTF-8 bytes of a search query. */

@@ -9,11 +9,11 @@
  */
 import type { GetPromptResult } from "@modelcontextprotocol/sdk/types.js"
 import { type Effect, Schema } from "effect"
-import type { EventBus } from "../actors/EventBus.ts"
 import type { Router } from "../actors/Router.ts"
 import type { AuditLedger } from "../engineering/AuditLedger.ts"
 import type { GraphSearch } from "../graph/GraphSearch.ts"
 import type { SearchIndexer } from "../search/Indexer.ts"
+import type { EventBus } from "../stores/EventBus.ts"
 import type { StoreError } from "../stores/StoreError.ts"
 import type { JsonObject } from "./officialToolDefinitions.ts"
 

@@ -12,7 +12,7 @@ import { chmodSync, existsSync, mkdirSync, openSync, readFileSync, rmSync } from
 import { request } from "node:http"
 import { join, resolve as resolvePath } from "node:path"
 import { writeFileAtomic } from "../cli/AtomicFile.ts"
-import { isAlive } from "../stores/DataDir.ts"
+import { isAlive } from "../stores/datadir/DataDir.ts"
 
 /** The daemon's default port; UDP telemetry listens on the next one. */
 export const defaultPort = 7437

@@ -19,9 +19,9 @@
 
 import { Effect, PubSub, type Scope } from "effect"
 import { WebSocket, WebSocketServer } from "ws"
-import { type CommittedEvent, EventBus, isDomainEvent } from "../actors/EventBus.ts"
 import type { LiveEvent } from "../dashboard/LiveEvent.ts"
 import type { GraphEvent } from "../graph/GraphStore.ts"
+import { type CommittedEvent, EventBus, isDomainEvent } from "../stores/EventBus.ts"
 
 /** How often queued events are sent. */
 export const liveFlushIntervalMs = 50

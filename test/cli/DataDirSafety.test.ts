@@ -11,7 +11,7 @@ import { Effect, Exit } from "effect"
 import { afterAll, afterEach, assert, describe, it } from "vitest"
 import { healthCommand } from "../../src/cli/HealthCommand.ts"
 import { configurePrivacy, filterText } from "../../src/privacy/PrivacyFilter.ts"
-import { AllowUnsafeDataDir, dataDirSafetyProblems, lockDataDir } from "../../src/stores/DataDir.ts"
+import { AllowUnsafeDataDir, dataDirSafetyProblems, lockDataDir } from "../../src/stores/datadir/DataDir.ts"
 import { removeTempDirs, runCommand, tempDir } from "./support.ts"
 
 afterAll(removeTempDirs)

@@ -12,8 +12,8 @@ import { afterAll, assert, describe, it } from "vitest"
 import { compactCommand } from "../../src/cli/CompactCommand.ts"
 import { configCommand, effectiveConfig } from "../../src/cli/ConfigCommand.ts"
 import { doctorCommand, type Finding } from "../../src/cli/DoctorCommand.ts"
-import type { SearchDocument } from "../../src/search/SearchDocument.ts"
-import { openLmdbPersistence } from "../../src/search/SearchPersistence.ts"
+import type { SearchDocument } from "../../src/search/index/SearchDocument.ts"
+import { openLmdbPersistence } from "../../src/search/persistence/SearchPersistence.ts"
 import { corruptGraphLog, openTestEngine, removeTempDirs, runCommand, tempDir } from "./support.ts"
 
 afterAll(removeTempDirs)

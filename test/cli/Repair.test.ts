@@ -12,10 +12,10 @@ import { Effect } from "effect"
 import { afterAll, assert, describe, it } from "vitest"
 import { healthCommand } from "../../src/cli/HealthCommand.ts"
 import { repairCommand } from "../../src/cli/RepairCommand.ts"
-import { openLocalWal } from "../../src/stores/FileWal.ts"
-import { layerNode } from "../../src/stores/WalFs.ts"
-import { encodeRecordInto, recordHeaderBytes } from "../../src/stores/WalRecord.ts"
-import { checkStoreLog, repairStoreLog } from "../../src/stores/WalRepair.ts"
+import { openLocalWal } from "../../src/stores/wal/FileWal.ts"
+import { layerNode } from "../../src/stores/wal/WalFs.ts"
+import { encodeRecordInto, recordHeaderBytes } from "../../src/stores/wal/WalRecord.ts"
+import { checkStoreLog, repairStoreLog } from "../../src/stores/wal/WalRepair.ts"
 import {
   corruptGraphLog,
   flipByte,

@@ -14,7 +14,7 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import type { StoreHealth } from "../../src/actors/StoreActor.ts"
 import { preferredDaemon } from "../../src/cluster/WriterLeases.ts"
-import { writeMembership } from "../../src/stores/SharedMemory.ts"
+import { writeMembership } from "../../src/stores/shared/SharedMemory.ts"
 import { type NatsCluster, startNatsCluster } from "../support/NatsCluster.ts"
 import {
   apiGet,

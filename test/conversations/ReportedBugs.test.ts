@@ -1,13 +1,13 @@
 /**
  * Regression tests for two kernel bugs found while building the conversations store (both fixed):
  *
- * 1. LMDB keys with U+0000..U+0004 (src/stores/Checkpoint.ts + src/graph/GraphKeys.ts). lmdb-js's
+ * 1. LMDB keys with U+0000..U+0004 (src/stores/checkpoint/Checkpoint.ts + src/graph/GraphKeys.ts). lmdb-js's
  *    key encoding (ordered-binary 1.6) escapes characters <= U+0004 in string keys shorter than 64
  *    characters but writes longer keys raw, so a long key sorts before the short range bounds
  *    built from its own prefix, and comes back from LMDB as an array. The graph store joins key
  *    parts with U+0000: once in LMDB, a relation whose key is 64+ characters long is missed by
  *    every prefix range — open_nodes (and search_nodes, delete cascades, graph_neighbors) lose it.
- * 2. Reverse ranges (src/stores/Checkpoint.ts `dataView`). `KeyRange` says `start` inclusive, `end`
+ * 2. Reverse ranges (src/stores/checkpoint/Checkpoint.ts `dataView`). `KeyRange` says `start` inclusive, `end`
  *    exclusive, `reverse` = descending order, and PendingView/Overlay implement that; the LMDB
  *    view passes `reverse` to lmdb-js unchanged, which reads `start`/`end` the other way round
  *    (iteration starts at `start`), so a reverse range over committed keys is empty.
@@ -17,7 +17,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
-import { openCheckpoint } from "../../src/stores/Checkpoint.ts"
+import { openCheckpoint } from "../../src/stores/checkpoint/Checkpoint.ts"
 import { openEngine, removeTempDirs } from "./engine.ts"
 
 afterAll(removeTempDirs)

@@ -9,7 +9,7 @@ import {
   type ConversationReply,
   conversationStore,
 } from "../../src/conversations/ConversationStore.ts"
-import type { Entry, KeyRange, StoreWriter } from "../../src/stores/Checkpoint.ts"
+import type { Entry, KeyRange, StoreWriter } from "../../src/stores/checkpoint/Checkpoint.ts"
 
 /** A sorted in-memory StoreWriter. */
 export class MemoryState implements StoreWriter {

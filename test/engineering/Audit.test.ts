@@ -11,7 +11,7 @@ import { Effect, Result } from "effect"
 import { auditEntryOf } from "../../src/engineering/AuditEntries.ts"
 import { queryAudit } from "../../src/engineering/AuditQueries.ts"
 import { auditStore } from "../../src/engineering/AuditStore.ts"
-import type { Entry, KeyRange, StoreWriter } from "../../src/stores/Checkpoint.ts"
+import type { Entry, KeyRange, StoreWriter } from "../../src/stores/checkpoint/Checkpoint.ts"
 import { engineeringTools } from "../../src/tools/EngineeringTools.ts"
 import { callTool, makeRepo, openEngine, removeTempDirs, tempDir, testCaller, withEngine } from "./harness.ts"
 

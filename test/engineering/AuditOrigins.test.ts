@@ -9,8 +9,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
 import * as fc from "fast-check"
 import { type AuditEntryInput, allEntries, auditStore } from "../../src/engineering/AuditStore.ts"
-import type { StoreView } from "../../src/stores/Checkpoint.ts"
-import { Overlay } from "../../src/stores/Overlay.ts"
+import type { StoreView } from "../../src/stores/checkpoint/Checkpoint.ts"
+import { Overlay } from "../../src/stores/checkpoint/Overlay.ts"
 
 const emptyView: StoreView = { get: () => undefined, getRange: () => [], count: () => 0 }
 

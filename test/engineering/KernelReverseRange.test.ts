@@ -9,7 +9,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { openCheckpoint } from "../../src/stores/Checkpoint.ts"
+import { openCheckpoint } from "../../src/stores/checkpoint/Checkpoint.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "mnemos-reverse-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))

@@ -10,7 +10,6 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, PubSub, Result, Schema } from "effect"
 import fc from "fast-check"
 import { ulid } from "ulid"
-import * as EventBus from "../../src/actors/EventBus.ts"
 import { defaultStoreOptions, makeStore } from "../../src/actors/StoreActor.ts"
 import { getByUnique, getRecord, listRecords } from "../../src/engineering/RecordQueries.ts"
 import {
@@ -21,8 +20,9 @@ import {
   type RecordOp,
   type StoredRecord,
 } from "../../src/engineering/RecordStore.ts"
-import type { Entry, KeyRange, StoreWriter } from "../../src/stores/Checkpoint.ts"
-import { layerNode } from "../../src/stores/WalFs.ts"
+import type { Entry, KeyRange, StoreWriter } from "../../src/stores/checkpoint/Checkpoint.ts"
+import * as EventBus from "../../src/stores/EventBus.ts"
+import { layerNode } from "../../src/stores/wal/WalFs.ts"
 
 const noteKind = defineKind({
   name: "note",

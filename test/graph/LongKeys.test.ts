@@ -2,7 +2,7 @@
  * Store keys join their parts with U+0000 (src/graph/GraphKeys.ts). lmdb-js's default
  * "ordered-binary" string keys decode a key that contains 0x00 bytes and is longer than about 62
  * bytes as an array of its parts; the checkpoint therefore stores keys as bytes it encodes itself
- * (src/stores/KeyCodec.ts). Found by the secret corpus test: `delete_entities` of an entity with a
+ * (src/stores/checkpoint/KeyCodec.ts). Found by the secret corpus test: `delete_entities` of an entity with a
  * long name and a relation used to crash the graph store on every retry.
  */
 import { mkdtempSync } from "node:fs"
@@ -14,7 +14,7 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
 import { type Context, Effect, Exit, Layer, Scope } from "effect"
 import { assert, describe, it } from "vitest"
 import * as Engine from "../../src/Engine.ts"
-import { openCheckpoint } from "../../src/stores/Checkpoint.ts"
+import { openCheckpoint } from "../../src/stores/checkpoint/Checkpoint.ts"
 import { catalogue } from "../../src/tools/Catalogue.ts"
 import { startSession } from "../../src/tools/McpSession.ts"
 import type { SessionServices } from "../../src/tools/Tool.ts"

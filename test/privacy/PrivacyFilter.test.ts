@@ -17,7 +17,7 @@ import {
   privacyStats,
   resetPrivacyStats,
 } from "../../src/privacy/PrivacyFilter.ts"
-import { parseDataDirConfig } from "../../src/stores/DataDirConfig.ts"
+import { parseDataDirConfig } from "../../src/stores/datadir/DataDirConfig.ts"
 import { corpusText, innocentTexts, secretCorpus } from "./corpus.ts"
 
 afterEach(() => {

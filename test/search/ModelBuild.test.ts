@@ -9,11 +9,11 @@
  */
 import fc from "fast-check"
 import { assert, describe, it } from "vitest"
-import { allButTheTop } from "../../src/search/AllButTheTop.ts"
-import { decodeLexicon, encodeLexicon } from "../../src/search/Lexicon.ts"
-import { retrofit } from "../../src/search/Retrofit.ts"
-import { baseForms, readWordNetLexicon, retrofitGraph } from "../../src/search/WordNet.ts"
-import { decodeWordVectors, encodeWordVectors } from "../../src/search/WordVectors.ts"
+import { allButTheTop } from "../../src/search/embedding/AllButTheTop.ts"
+import { retrofit } from "../../src/search/embedding/Retrofit.ts"
+import { baseForms, readWordNetLexicon, retrofitGraph } from "../../src/search/embedding/WordNet.ts"
+import { decodeWordVectors, encodeWordVectors } from "../../src/search/embedding/WordVectors.ts"
+import { decodeLexicon, encodeLexicon } from "../../src/search/index/Lexicon.ts"
 
 const cosine = (vectors: Float32Array, dimensions: number, a: number, b: number) => {
   let dot = 0

@@ -14,8 +14,8 @@ import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "no
 import { join } from "node:path"
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { encoderConfigOf } from "../../src/search/EncoderLoader.ts"
-import type { ModelError } from "../../src/search/ModelDownload.ts"
+import { encoderConfigOf } from "../../src/search/embedding/EncoderLoader.ts"
+import type { ModelError } from "../../src/search/embedding/ModelDownload.ts"
 import {
   chosenModel,
   listModels,
@@ -24,7 +24,7 @@ import {
   pullModel,
   removeModel,
   useModel,
-} from "../../src/search/ModelFolder.ts"
+} from "../../src/search/embedding/ModelFolder.ts"
 import { removeTempDirs, tempDir } from "../editor/harness.ts"
 import { closedPort, startHub, tinyModel } from "./hubServer.ts"
 

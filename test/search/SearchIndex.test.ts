@@ -6,9 +6,9 @@
  */
 import fc from "fast-check"
 import { assert, describe, it } from "vitest"
-import type { SearchFilter, SearchMode } from "../../src/search/Ranking.ts"
-import { embeddingText, type SearchDocument } from "../../src/search/SearchDocument.ts"
-import { SearchIndex } from "../../src/search/SearchIndex.ts"
+import { embeddingText, type SearchDocument } from "../../src/search/index/SearchDocument.ts"
+import { SearchIndex } from "../../src/search/index/SearchIndex.ts"
+import type { SearchFilter, SearchMode } from "../../src/search/ranking/Ranking.ts"
 import { bruteForceSearch, bruteForceTimeline } from "./reference.ts"
 
 const words = [

@@ -9,9 +9,9 @@ import { join } from "node:path"
 import { setTimeout as sleep } from "node:timers/promises"
 import { open } from "lmdb"
 import { afterAll, assert, describe, it } from "vitest"
-import { makeMemoryPersistence } from "../../src/search/MemoryPersistence.ts"
-import type { SearchDocument } from "../../src/search/SearchDocument.ts"
-import { openLmdbPersistence, type SearchPersistence } from "../../src/search/SearchPersistence.ts"
+import type { SearchDocument } from "../../src/search/index/SearchDocument.ts"
+import { makeMemoryPersistence } from "../../src/search/persistence/MemoryPersistence.ts"
+import { openLmdbPersistence, type SearchPersistence } from "../../src/search/persistence/SearchPersistence.ts"
 
 const dirs: Array<string> = []
 afterAll(() => {

@@ -5,7 +5,7 @@
  * `annVectorsMin` no HNSW index is built at all: the exact search answers.
  */
 import { assert, describe, it } from "vitest"
-import { annVectorsMin, exactVectorsMax, VectorIndex } from "../../src/search/VectorIndex.ts"
+import { annVectorsMin, exactVectorsMax, VectorIndex } from "../../src/search/index/VectorIndex.ts"
 
 const dimensions = 16
 const random = (() => {

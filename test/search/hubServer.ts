@@ -7,7 +7,7 @@
 import { createHash } from "node:crypto"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
-import type { ModelCatalogue, PinnedModel } from "../../src/search/ModelCatalogue.ts"
+import type { ModelCatalogue, PinnedModel } from "../../src/search/embedding/ModelCatalogue.ts"
 import { tinyBertModel, tinyBertParts } from "./tinyModels.ts"
 
 export interface HubRequest {

@@ -10,7 +10,10 @@ import {
   idf,
   isCommonTerm,
   queryTermsMax,
-} from "../../src/search/LexicalIndex.ts"
+} from "../../src/search/index/LexicalIndex.ts"
+import type { SearchDocument } from "../../src/search/index/SearchDocument.ts"
+import { documentFieldTerms } from "../../src/search/index/SearchIndex.ts"
+import { fullTextTerms } from "../../src/search/index/Tokenizer.ts"
 import {
   fuse,
   fusionCandidatesMax,
@@ -20,10 +23,7 @@ import {
   type SearchMode,
   semanticSimilarityMin,
   semanticSimilarityWindow,
-} from "../../src/search/Ranking.ts"
-import type { SearchDocument } from "../../src/search/SearchDocument.ts"
-import { documentFieldTerms } from "../../src/search/SearchIndex.ts"
-import { fullTextTerms } from "../../src/search/Tokenizer.ts"
+} from "../../src/search/ranking/Ranking.ts"
 
 const byId = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 

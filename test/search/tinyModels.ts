@@ -5,7 +5,7 @@
  */
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { encodeOnnxModel, floatRaw, int64Raw, OnnxType } from "../../src/search/OnnxProto.ts"
+import { encodeOnnxModel, floatRaw, int64Raw, OnnxType } from "../../src/search/embedding/OnnxProto.ts"
 
 /** A deterministic pseudo-random matrix. */
 export const matrix = (rows: number, columns: number, seed: number) => {

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { afterAll, assert, describe, it } from "vitest"
-import { openCheckpoint } from "../../src/stores/Checkpoint.ts"
+import { openCheckpoint } from "../../src/stores/checkpoint/Checkpoint.ts"
 
 const dirs: Array<string> = []
 afterAll(() => {

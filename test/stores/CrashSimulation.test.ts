@@ -33,8 +33,8 @@ import { join } from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Layer, Option, PubSub, References } from "effect"
 import fc from "fast-check"
-import * as EventBus from "../../src/actors/EventBus.ts"
 import { defaultStoreOptions, makeStore, type StoreHealth, type StoreOptions } from "../../src/actors/StoreActor.ts"
+import * as EventBus from "../../src/stores/EventBus.ts"
 import type { StoreError } from "../../src/stores/StoreError.ts"
 import {
   batchEndFlag,
@@ -43,7 +43,7 @@ import {
   readRecordAt,
   segmentFileName,
   segmentHeaderBytes,
-} from "../../src/stores/WalRecord.ts"
+} from "../../src/stores/wal/WalRecord.ts"
 import { type KvCommand, type KvRejected, kvStore, readAll } from "../support/KvStore.ts"
 import * as Sim from "../support/SimulatedDisk.ts"
 

@@ -7,7 +7,7 @@ import { hostname, tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { Effect, Exit } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
-import { lockDataDir, lockFileName, readLockOwner, resolveDataDir } from "../../src/stores/DataDir.ts"
+import { lockDataDir, lockFileName, readLockOwner, resolveDataDir } from "../../src/stores/datadir/DataDir.ts"
 
 const dirs: Array<string> = []
 const tempDir = () => {

@@ -15,15 +15,15 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Layer, Option, References, Scope } from "effect"
-import * as EventBus from "../../src/actors/EventBus.ts"
 import {
   defaultStoreOptions,
   makeStore,
   type Store as StoreHandle,
   type StoreOptions,
 } from "../../src/actors/StoreActor.ts"
+import * as EventBus from "../../src/stores/EventBus.ts"
 import type { StoreError } from "../../src/stores/StoreError.ts"
-import { segmentFileName } from "../../src/stores/WalRecord.ts"
+import { segmentFileName } from "../../src/stores/wal/WalRecord.ts"
 import { type KvCommand, type KvRejected, kvStore, readAll } from "../support/KvStore.ts"
 import * as Sim from "../support/SimulatedDisk.ts"
 

@@ -5,7 +5,7 @@
  */
 import fc from "fast-check"
 import { assert, describe, it } from "vitest"
-import { decodeKey, encodeKey, keyEncoder } from "../../src/stores/KeyCodec.ts"
+import { decodeKey, encodeKey, keyEncoder } from "../../src/stores/checkpoint/KeyCodec.ts"
 
 const anyKey = fc.oneof(
   fc.string({ unit: "binary", maxLength: 80 }),

@@ -16,10 +16,10 @@ import {
   type KeyRange,
   openCheckpoint,
   type StoreView,
-} from "../../src/stores/Checkpoint.ts"
-import { CommitQueue } from "../../src/stores/CommitQueue.ts"
-import { compareKeys, encodeKey } from "../../src/stores/KeyCodec.ts"
-import { PendingView } from "../../src/stores/PendingView.ts"
+} from "../../src/stores/checkpoint/Checkpoint.ts"
+import { CommitQueue } from "../../src/stores/checkpoint/CommitQueue.ts"
+import { compareKeys, encodeKey } from "../../src/stores/checkpoint/KeyCodec.ts"
+import { PendingView } from "../../src/stores/checkpoint/PendingView.ts"
 
 /** Code units where UTF-16 and code point order part: ASCII, U+E000–U+FFFF, astral pairs, lone surrogates. */
 const keyUnit = fc.oneof(

@@ -16,9 +16,9 @@ import {
   type KeyRange,
   openCheckpoint,
   type StoreView,
-} from "../../src/stores/Checkpoint.ts"
-import { CommitQueue } from "../../src/stores/CommitQueue.ts"
-import { PendingView } from "../../src/stores/PendingView.ts"
+} from "../../src/stores/checkpoint/Checkpoint.ts"
+import { CommitQueue } from "../../src/stores/checkpoint/CommitQueue.ts"
+import { PendingView } from "../../src/stores/checkpoint/PendingView.ts"
 
 /** A committed state in memory, ranged like LMDB (start inclusive, end exclusive); counts pulls. */
 const memoryView = (entries: ReadonlyMap<string, unknown>) => {

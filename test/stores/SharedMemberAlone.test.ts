@@ -9,8 +9,8 @@ import { join } from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Layer } from "effect"
 import { storesLayer } from "../../src/Engine.ts"
-import { DataDirError } from "../../src/stores/DataDir.ts"
-import { writeMembership } from "../../src/stores/SharedMemory.ts"
+import { DataDirError } from "../../src/stores/datadir/DataDir.ts"
+import { writeMembership } from "../../src/stores/shared/SharedMemory.ts"
 
 describe("a replica's data directory alone", () => {
   it("is not opened without its shared memory", async () => {

@@ -5,8 +5,8 @@
  */
 import fc from "fast-check"
 import { assert, describe, it } from "vitest"
-import { compareKeys } from "../../src/stores/KeyCodec.ts"
-import { SortedKeys } from "../../src/stores/SortedKeys.ts"
+import { compareKeys } from "../../src/stores/checkpoint/KeyCodec.ts"
+import { SortedKeys } from "../../src/stores/checkpoint/SortedKeys.ts"
 
 // Short keys over a few characters, an astral one and the separator among them, so ranges,
 // prefixes and surrogate ordering all occur; thousands of operations split chunks many times.

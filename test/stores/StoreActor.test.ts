@@ -12,18 +12,18 @@ import { join } from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Layer, Option, PubSub, References, Scope } from "effect"
 import { TestClock } from "effect/testing"
-import * as EventBus from "../../src/actors/EventBus.ts"
 import { defaultStoreOptions, makeStore, type StoreOptions } from "../../src/actors/StoreActor.ts"
-import { openCheckpoint } from "../../src/stores/Checkpoint.ts"
-import { openLocalWal } from "../../src/stores/FileWal.ts"
+import { openCheckpoint } from "../../src/stores/checkpoint/Checkpoint.ts"
+import * as EventBus from "../../src/stores/EventBus.ts"
 import type { StoreError } from "../../src/stores/StoreError.ts"
-import { layerNode } from "../../src/stores/WalFs.ts"
+import { openLocalWal } from "../../src/stores/wal/FileWal.ts"
+import { layerNode } from "../../src/stores/wal/WalFs.ts"
 import {
   parseSegmentFileName,
   readRecordAt,
   recordHeaderBytes,
   segmentHeaderBytes,
-} from "../../src/stores/WalRecord.ts"
+} from "../../src/stores/wal/WalRecord.ts"
 import { type KvCommand, type KvRejected, kvStore, readAll } from "../support/KvStore.ts"
 import * as Sim from "../support/SimulatedDisk.ts"
 

@@ -20,9 +20,9 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { type LocalWalOptions, openLocalWal } from "../../src/stores/FileWal.ts"
-import type { Appended, WalError } from "../../src/stores/Wal.ts"
-import { FsError, layerNode, WalFs } from "../../src/stores/WalFs.ts"
+import { type LocalWalOptions, openLocalWal } from "../../src/stores/wal/FileWal.ts"
+import type { Appended, WalError } from "../../src/stores/wal/Wal.ts"
+import { FsError, layerNode, WalFs } from "../../src/stores/wal/WalFs.ts"
 import {
   batchEndFlag,
   decodeSegmentHeader,
@@ -31,7 +31,7 @@ import {
   recordHeaderBytes,
   segmentFileName,
   segmentHeaderBytes,
-} from "../../src/stores/WalRecord.ts"
+} from "../../src/stores/wal/WalRecord.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Helpers

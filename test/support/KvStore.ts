@@ -61,7 +61,9 @@ export const kvStore = (
 })
 
 /** Every key/value pair, read from a store view. */
-export const readAll = (view: import("../../src/stores/Checkpoint.ts").StoreView): Record<string, string> => {
+export const readAll = (
+  view: import("../../src/stores/checkpoint/Checkpoint.ts").StoreView,
+): Record<string, string> => {
   const out: Record<string, string> = {}
   for (const { key, value } of view.getRange({ start: "kv:", end: "kv;" }))
     out[key.slice(3)] = (value as { value: string }).value

@@ -1,5 +1,5 @@
 /**
- * An in-memory `WalFs` (`src/stores/WalFs.ts`) that keeps what a real disk keeps across power loss.
+ * An in-memory `WalFs` (`src/stores/wal/WalFs.ts`) that keeps what a real disk keeps across power loss.
  *
  * Model: each file has a *written* image (what reads see) and a *durable* one (what survives a crash);
  * `datasync` copies the first onto the second. Each directory has a written and a durable listing:
@@ -14,7 +14,7 @@
  */
 import { posix } from "node:path"
 import { Deferred, Effect, Layer } from "effect"
-import { FsError, type FsErrorReason, type WalFile, WalFs } from "../../src/stores/WalFs.js"
+import { FsError, type FsErrorReason, type WalFile, WalFs } from "../../src/stores/wal/WalFs.ts"
 
 /** Default sector size in bytes: the unit a torn write keeps or loses whole. */
 export const defaultSectorBytes = 512

@@ -11,9 +11,9 @@
  */
 import { writeSync } from "node:fs"
 import { Effect, Layer } from "effect"
-import * as EventBus from "../../src/actors/EventBus.ts"
 import { defaultStoreOptions, makeStore } from "../../src/actors/StoreActor.ts"
-import { layerNode } from "../../src/stores/WalFs.ts"
+import * as EventBus from "../../src/stores/EventBus.ts"
+import { layerNode } from "../../src/stores/wal/WalFs.ts"
 import { kvStore } from "./KvStore.ts"
 
 export const writers = 16

@@ -4,7 +4,7 @@
  * `REFUSED <message>` when the lock is not its to take.
  */
 import { Effect } from "effect"
-import { lockDataDir } from "../../src/stores/DataDir.ts"
+import { lockDataDir } from "../../src/stores/datadir/DataDir.ts"
 
 const dir = process.argv[2]!
 const stdinEnds = new Promise<void>((resolve) => {

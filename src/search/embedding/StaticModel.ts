@@ -12,9 +12,9 @@
  */
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
+import { embeddingWords } from "../index/Tokenizer.ts"
 import type { SentenceEncoder } from "./SentenceEncoder.ts"
 import { type StaticModelManifest, staticModelFiles } from "./StaticModelManifest.ts"
-import { embeddingWords } from "./Tokenizer.ts"
 import { decodeWordVectors, type WordVectors } from "./WordVectors.ts"
 
 /** Words of one text that reach the model; the rest is ignored. */

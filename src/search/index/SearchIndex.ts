@@ -11,7 +11,7 @@
  * beside the one searches use (`beginNextVectors` … `switchToNextVectors`); documents replaced or
  * removed meanwhile update both, so the swap finds each set as current as the other.
  */
-import { type CompactWhen, fullTextFields, LexicalIndex } from "./LexicalIndex.ts"
+
 import {
   alignmentCandidates,
   alignmentWeights,
@@ -24,9 +24,10 @@ import {
   type SearchMode,
   semanticSimilarityMin,
   semanticSimilarityWindow,
-} from "./Ranking.ts"
+} from "../ranking/Ranking.ts"
+import type { TermAligner } from "../ranking/TermAlignment.ts"
+import { type CompactWhen, fullTextFields, LexicalIndex } from "./LexicalIndex.ts"
 import { embeddingText, hashText, type SearchDocument } from "./SearchDocument.ts"
-import type { TermAligner } from "./TermAlignment.ts"
 import { fullTextTerms } from "./Tokenizer.ts"
 import { VectorIndex } from "./VectorIndex.ts"
 

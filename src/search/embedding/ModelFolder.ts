@@ -12,7 +12,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs"
 import { join } from "node:path"
 import { Effect } from "effect"
-import { writeFileAtomic } from "../cli/AtomicFile.ts"
+import { writeFileAtomic } from "../../cli/AtomicFile.ts"
 import { fileUrl, type ModelCatalogue, type PinnedFile } from "./ModelCatalogue.ts"
 import { type DownloadProgress, downloadPinnedFile, ModelError, sha256Of } from "./ModelDownload.ts"
 

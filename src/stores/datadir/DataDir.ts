@@ -42,7 +42,7 @@ import * as fs from "node:fs"
 import { homedir, hostname } from "node:os"
 import { dirname, isAbsolute, join, parse, resolve, sep } from "node:path"
 import { Console, Context, Effect, Result, Schema, type Scope } from "effect"
-import { configurePrivacy } from "../privacy/PrivacyFilter.ts"
+import { configurePrivacy } from "../../privacy/PrivacyFilter.ts"
 import { readDataDirConfig } from "./DataDirConfig.ts"
 import { describeTightened, privateUmask, tightenDataDir } from "./DataDirPermissions.ts"
 

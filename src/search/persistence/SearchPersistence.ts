@@ -28,11 +28,16 @@
 import { readdirSync, renameSync, rmSync, statSync } from "node:fs"
 import { join } from "node:path"
 import { type Database, open, type RootDatabase } from "lmdb"
-import { guardLmdbCommitRejections, lmdbUsedBytes, settleLmdbWrite, syncLmdb } from "../stores/Checkpoint.ts"
-import { decodeKey, encodeKey } from "../stores/KeyCodec.ts"
-import { allocateLockFile } from "../stores/LmdbLockFile.ts"
-import type { EncoderConfig } from "./EncoderLoader.ts"
-import type { SearchDocument } from "./SearchDocument.ts"
+import {
+  guardLmdbCommitRejections,
+  lmdbUsedBytes,
+  settleLmdbWrite,
+  syncLmdb,
+} from "../../stores/checkpoint/Checkpoint.ts"
+import { decodeKey, encodeKey } from "../../stores/checkpoint/KeyCodec.ts"
+import { allocateLockFile } from "../../stores/checkpoint/LmdbLockFile.ts"
+import type { EncoderConfig } from "../embedding/EncoderLoader.ts"
+import type { SearchDocument } from "../index/SearchDocument.ts"
 
 /** One persisted group. */
 export interface PersistedGroup {

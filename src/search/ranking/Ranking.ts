@@ -15,8 +15,8 @@
  * bring in a document by themselves. The normalisation (k + 1) makes a first place worth exactly
  * its weight, so a score is at most 1.
  */
-import type { SearchDocument } from "./SearchDocument.ts"
-import { defaultImportance } from "./SearchDocument.ts"
+import type { SearchDocument } from "../index/SearchDocument.ts"
+import { defaultImportance } from "../index/SearchDocument.ts"
 import type { Alignment } from "./TermAlignment.ts"
 
 /** How a query is answered. */

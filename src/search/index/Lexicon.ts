@@ -9,7 +9,7 @@
  * Int32 relationIds[] (sorted within each word), Uint8 relationKinds[]. Row w's entries are
  * [offsets[w], offsets[w + 1]).
  */
-import type { WordNetLexicon, WordRelation } from "./WordNet.ts"
+import type { WordNetLexicon, WordRelation } from "../embedding/WordNet.ts"
 
 const magic = 0x584c4e4d // "MNLX"
 const formatVersion = 1

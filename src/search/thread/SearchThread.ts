@@ -17,16 +17,16 @@
  */
 import { MessageChannel, type MessagePort, parentPort } from "node:worker_threads"
 import { Cause, Duration, Effect, Exit, Logger, Queue } from "effect"
-import { type EmbedderConfig, layer as embedderLayer } from "./Embedder.ts"
+import { type EmbedderConfig, layer as embedderLayer } from "../embedding/Embedder.ts"
 import {
   type CoreConfig,
   type CoreSearchResult,
   type CoreStats,
   makeIndexCore,
   type SearchRequest,
-} from "./IndexCore.ts"
-import type { GroupDocuments, SearchDocument } from "./SearchDocument.ts"
-import type { Timeline } from "./SearchIndex.ts"
+} from "../index/IndexCore.ts"
+import type { GroupDocuments, SearchDocument } from "../index/SearchDocument.ts"
+import type { Timeline } from "../index/SearchIndex.ts"
 import { startModuleWorker } from "./WorkerModule.ts"
 
 /** How the thread is set up (structured-cloneable: it is the worker's `workerData`). */

@@ -20,8 +20,8 @@
 import * as fs from "node:fs"
 import { dirname, join, resolve } from "node:path"
 import { Deferred, Effect, Layer } from "effect"
-import { writeFileAtomic } from "../cli/AtomicFile.ts"
-import { openCheckpoint } from "./Checkpoint.ts"
+import { writeFileAtomic } from "../../cli/AtomicFile.ts"
+import { openCheckpoint } from "../checkpoint/Checkpoint.ts"
 import { openLocalWal } from "./FileWal.ts"
 import { type FsError, layerNode, WalFs } from "./WalFs.ts"
 import {

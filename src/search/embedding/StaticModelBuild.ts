@@ -19,9 +19,9 @@
  */
 import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { encodeLexicon } from "../index/Lexicon.ts"
 import { type AllButTheTopOptions, allButTheTop, defaultAllButTheTop } from "./AllButTheTop.ts"
 import { type GloveVocabularyOptions, gloveDimensions, readGloveVocabulary } from "./GloveSource.ts"
-import { encodeLexicon } from "./Lexicon.ts"
 import { type RetrofitOptions, retrofit } from "./Retrofit.ts"
 import { type StaticModelManifest, staticModelBuilderVersion, staticModelFiles } from "./StaticModelManifest.ts"
 import { readWordNetLexicon, retrofitGraph } from "./WordNet.ts"

@@ -18,8 +18,8 @@
  * - `"resync"` asks the indexer to rescan the whole store (say an import replaced everything).
  * - Document ids are unique across all stores (ULIDs are; otherwise prefix with a short tag).
  */
-import type { StoreView } from "../stores/Checkpoint.ts"
-import type { AnyStoreDefinition } from "../stores/StoreDefinition.ts"
+import type { StoreView } from "../../stores/checkpoint/Checkpoint.ts"
+import type { AnyStoreDefinition } from "../../stores/StoreDefinition.ts"
 
 /** One searchable record. */
 export interface SearchDocument {

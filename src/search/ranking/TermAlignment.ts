@@ -23,12 +23,12 @@
  */
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import { decodeLexicon, type Lexicon } from "./Lexicon.ts"
-import type { StaticVocabulary } from "./StaticModel.ts"
-import { staticModelFiles } from "./StaticModelManifest.ts"
-import { embeddingWords, sStem, stopWords } from "./Tokenizer.ts"
-import type { WordRelation } from "./WordNet.ts"
-import type { WordVectors } from "./WordVectors.ts"
+import type { StaticVocabulary } from "../embedding/StaticModel.ts"
+import { staticModelFiles } from "../embedding/StaticModelManifest.ts"
+import type { WordRelation } from "../embedding/WordNet.ts"
+import type { WordVectors } from "../embedding/WordVectors.ts"
+import { decodeLexicon, type Lexicon } from "../index/Lexicon.ts"
+import { embeddingWords, sStem, stopWords } from "../index/Tokenizer.ts"
 
 /** Constants of the alignment, chosen on the tune split of the retrieval set. */
 export const alignment = {

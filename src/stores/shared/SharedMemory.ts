@@ -18,8 +18,8 @@ import { existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs
 import { hostname } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
-import { writeFileAtomic } from "../cli/AtomicFile.ts"
-import { recordHeaderBytes, segmentHeaderBytes } from "./WalRecord.ts"
+import { writeFileAtomic } from "../../cli/AtomicFile.ts"
+import { recordHeaderBytes, segmentHeaderBytes } from "../wal/WalRecord.ts"
 
 /** The membership file's name. */
 export const membershipFileName = "shared-memory.json"
@@ -95,7 +95,7 @@ export const storesHoldingData = (dataDir: string): Effect.Effect<ReadonlyArray<
       const segments = existsSync(wal) ? readdirSync(wal).filter((name) => name.endsWith(".log")) : []
       const logged = segments.some((name) => statSync(join(wal, name)).size > segmentHeaderBytes + recordHeaderBytes)
       // Loaded on use: it reads the checkpoint with LMDB, which the shim (reading membership) never needs.
-      const { readCheckpointSeq } = yield* Effect.promise(() => import("./WalRepair.ts"))
+      const { readCheckpointSeq } = yield* Effect.promise(() => import("../wal/WalRepair.ts"))
       const checkpoint = yield* Effect.result(readCheckpointSeq(dir))
       if (logged || (checkpoint._tag === "Success" && checkpoint.success.appliedSeq > 0)) holding.push(store)
     }

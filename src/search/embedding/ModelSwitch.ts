@@ -25,10 +25,10 @@
  * switch: IndexCore drops the old vectors and re-embeds, searching by words meanwhile.
  */
 import { Effect, Exit, Scope } from "effect"
+import { noVector, type PendingEmbedding, type SearchIndex } from "../index/SearchIndex.ts"
+import type { PersistedModel, SearchPersistence } from "../persistence/SearchPersistence.ts"
 import { type Embedder, makeEmbedder, resolveDefaultModel } from "./Embedder.ts"
 import { type EncoderConfig, encoderConfigOf, encoderIdOf } from "./EncoderLoader.ts"
-import { noVector, type PendingEmbedding, type SearchIndex } from "./SearchIndex.ts"
-import type { PersistedModel, SearchPersistence } from "./SearchPersistence.ts"
 import { transformerModelId } from "./SentenceEncoder.ts"
 
 /** Texts embedded with the new model per step of the background pass. */

@@ -31,13 +31,13 @@ import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import type { Worker } from "node:worker_threads"
 import { Context, Duration, Effect, Layer, Option, Schema, type Scope } from "effect"
+import type { TermAligner } from "../ranking/TermAlignment.ts"
+import { startModuleWorker } from "../thread/WorkerModule.ts"
 import type { WorkerReply, WorkerRequest } from "./EmbedderWorker.ts"
 import { type EncoderConfig, encoderIdOf, loadEncoder } from "./EncoderLoader.ts"
 import { defaultVocabularySize } from "./GloveSource.ts"
 import type { SentenceEncoder } from "./SentenceEncoder.ts"
 import { isStaticModelCurrent } from "./StaticModelManifest.ts"
-import type { TermAligner } from "./TermAlignment.ts"
-import { startModuleWorker } from "./WorkerModule.ts"
 
 /** The embedder failed: the model could not load, or a run failed. */
 export class EmbedderError extends Schema.TaggedError<EmbedderError>()("EmbedderError", {
@@ -98,8 +98,17 @@ export class Embedder extends Context.Service<
 /** The directory name of the default model, under dist/models/ or `<dataDir>/search/models/`. */
 export const defaultModelName = "glove-sif-100d"
 
-/** The package root: two levels above this module, from src/search/ and dist/search/ alike. */
-const packageRoot = () => join(dirname(fileURLToPath(import.meta.url)), "..", "..")
+/**
+ * The package root: the nearest directory above this module holding a package.json — from
+ * src/search/embedding/, dist/search/embedding/ and the bundle in dist/bundle/ alike.
+ */
+const packageRoot = (): string => {
+  const start = dirname(fileURLToPath(import.meta.url))
+  for (let dir = start; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, "package.json"))) return dir
+    if (dirname(dir) === dir) return join(start, "..", "..")
+  }
+}
 
 /** The prebuilt default model (from `npm run build`), when present and current. */
 export const packagedModelDir = (): string => join(packageRoot(), "dist", "models", defaultModelName)
@@ -302,7 +311,7 @@ const loadMainEncoder = async (
   if (config.kind !== "static") return loadEncoder(config)
   const [{ loadStaticModel, readStaticModelFiles }, { loadTermAligner }] = await Promise.all([
     import("./StaticModel.ts"),
-    import("./TermAlignment.ts"),
+    import("../ranking/TermAlignment.ts"),
   ])
   const files = readStaticModelFiles(config.dir)
   const encoder = await loadStaticModel(config.dir, files)

@@ -28,7 +28,7 @@
 import { DeliverPolicy, JetStreamApiError, StorageType } from "@nats-io/jetstream"
 import { crc32c } from "@node-rs/crc32"
 import { Deferred, Effect, Exit, Layer } from "effect"
-import { Nats } from "./Nats.ts"
+import { Nats } from "../shared/Nats.ts"
 import { StoreLogs } from "./StoreLogs.ts"
 import {
   type Appended,

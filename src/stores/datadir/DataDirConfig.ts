@@ -21,7 +21,7 @@
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { Result, Schema } from "effect"
-import { builtinKinds, compileCustomPattern, type PrivacySettings } from "../privacy/PrivacyFilter.ts"
+import { builtinKinds, compileCustomPattern, type PrivacySettings } from "../../privacy/PrivacyFilter.ts"
 
 /** The file's name inside the data directory. */
 export const dataDirConfigFileName = "config.json"

@@ -2,7 +2,7 @@
  * The in-memory twin of search's persistence (SearchPersistence.ts): the same contract, nothing on
  * disk. The index core uses it when there is no data directory; one suite runs against both.
  */
-import type { SearchDocument } from "./SearchDocument.ts"
+import type { SearchDocument } from "../index/SearchDocument.ts"
 import {
   documentKey,
   groupRuns,

@@ -21,13 +21,13 @@
  * and by meaning for what is re-embedded.
  */
 import { Clock, Duration, Effect, Scope, Semaphore } from "effect"
-import { Embedder, type EmbedderStatus } from "./Embedder.ts"
-import { makeMemoryPersistence } from "./MemoryPersistence.ts"
-import { type ModelSwitch, makeModelSwitch, previousModelConfig, type Reembedding } from "./ModelSwitch.ts"
-import type { SearchFilter, SearchHit, SearchMode } from "./Ranking.ts"
+import { Embedder, type EmbedderStatus } from "../embedding/Embedder.ts"
+import { type ModelSwitch, makeModelSwitch, previousModelConfig, type Reembedding } from "../embedding/ModelSwitch.ts"
+import { makeMemoryPersistence } from "../persistence/MemoryPersistence.ts"
+import { openLmdbPersistence, type PersistedGroup, type SearchPersistence } from "../persistence/SearchPersistence.ts"
+import type { SearchFilter, SearchHit, SearchMode } from "../ranking/Ranking.ts"
 import type { GroupDocuments, SearchDocument } from "./SearchDocument.ts"
 import { type IndexStats, noVector, type PendingEmbedding, SearchIndex, type Timeline } from "./SearchIndex.ts"
-import { openLmdbPersistence, type PersistedGroup, type SearchPersistence } from "./SearchPersistence.ts"
 
 /** Longest run of loading persisted documents before other work gets a turn (searches wait at most this). */
 export const warmSliceMs = 10
