@@ -56,6 +56,8 @@ const holderTimeoutMs = 30_000
 const job = JSON.parse(process.argv[2]!) as Job
 const mode = job.mode ?? "lease"
 const dir = mkdtempSync(join(tmpdir(), "mnemos-bench-daemon-"))
+// Removed however the process ends (a daemon that fails leaves no data directory behind).
+process.once("exit", () => rmSync(dir, { recursive: true, force: true }))
 const shared =
   job.servers === undefined
     ? Layer.empty
@@ -177,6 +179,5 @@ const program = Effect.gen(function* () {
 const result = await Effect.runPromise(
   program.pipe(Effect.scoped, Effect.provide(Layer.mergeAll(shared, EventBus.layer, layerNode))),
 )
-rmSync(dir, { recursive: true, force: true })
 // Exit only once the (large) line is flushed: a pipe takes it in pieces.
 process.stdout.write(`${JSON.stringify(result)}\n`, () => process.exit(0))
