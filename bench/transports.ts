@@ -59,7 +59,7 @@ const seededEntities = 1_000
  * transport-wide AbortSignal until garbage collection, so thousands of calls on one client warn
  * "MaxListenersExceededWarning ... AbortSignal" (client side, harmless). Keep other warnings.
  */
-const quietAbortSignalWarnings = () => {
+export const quietAbortSignalWarnings = () => {
   const printers = process.listeners("warning")
   process.removeAllListeners("warning")
   process.on("warning", (warning) => {

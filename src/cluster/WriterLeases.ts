@@ -110,7 +110,7 @@ export const preferredDaemon = (store: string, candidates: Iterable<string>): st
     // Mixed again (murmur3's finaliser): FNV's last bytes alone would decide the rank.
     hash ^= hash >>> 16
     hash = Math.imul(hash, 0x85ebca6b) >>> 0
-    hash ^= hash >>> 13
+    hash = (hash ^ (hash >>> 13)) >>> 0 // unsigned: `^=` gives a signed int32, and a negative score never beat -1
     if (hash > bestScore || (hash === bestScore && best !== undefined && daemon < best)) {
       best = daemon
       bestScore = hash
