@@ -40,6 +40,7 @@ import {
   type DaemonProcess,
   startDaemon,
 } from "../test/transports/harness.ts"
+import type { Job } from "./clusterDaemon.ts"
 import { cpuMsOf } from "./ProcessStats.ts"
 import { type BenchSuite, quantile, round } from "./Table.ts"
 import { quietAbortSignalWarnings } from "./transports.ts"
@@ -72,18 +73,6 @@ interface DaemonResult {
   readonly self?: boolean
   readonly forwarded?: number
   readonly served?: number
-}
-
-interface Job {
-  readonly servers?: ReadonlyArray<string>
-  readonly prefix?: string
-  readonly daemonId: string
-  readonly writers: number
-  readonly seconds: number
-  readonly catchUp?: boolean
-  readonly count?: number
-  readonly valueBytes: number
-  readonly mode?: "lease" | "optimistic"
 }
 
 const daemonScript = join(import.meta.dirname, "clusterDaemon.ts")

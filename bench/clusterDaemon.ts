@@ -36,7 +36,8 @@ import { jetStreamLogs } from "../src/stores/wal/JetStreamWal.ts"
 import { layerNode } from "../src/stores/wal/WalFs.ts"
 import { kvStore } from "../test/support/KvStore.ts"
 
-interface Job {
+/** What the parent (bench/cluster.ts) asks of this daemon. */
+export interface Job {
   readonly servers?: ReadonlyArray<string>
   readonly prefix?: string
   readonly daemonId: string
