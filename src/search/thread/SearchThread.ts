@@ -29,6 +29,13 @@ import type { GroupDocuments, SearchDocument } from "../index/SearchDocument.ts"
 import type { Timeline } from "../index/SearchIndex.ts"
 import { startModuleWorker } from "./WorkerModule.ts"
 
+/**
+ * The search thread's young generation, in MiB (V8's default is sized for throughput, ~16–32). A
+ * small daemon keeps 10–20 MiB less resident with it, at the same CPU; at 20,000 entities neither
+ * changes beyond the noise (docs/benchmarks.md, footprint).
+ */
+export const searchThreadYoungGenerationMb = 8
+
 /** How the thread is set up (structured-cloneable: it is the worker's `workerData`). */
 export interface ThreadConfig extends CoreConfig {
   readonly embedder: EmbedderConfig
@@ -216,7 +223,9 @@ export const openSearchThread = (config: ThreadConfig, thread = true): SearchThr
   let terminate: () => Promise<unknown>
   let ended: Promise<void>
   if (thread) {
-    const worker = startModuleWorker(import.meta.url, "SearchWorker", config)
+    const worker = startModuleWorker(import.meta.url, "SearchWorker", config, {
+      maxYoungGenerationSizeMb: searchThreadYoungGenerationMb,
+    })
     worker.on("message", onReply)
     worker.on("error", (error) => failAll(new SearchThreadError(`search thread failed: ${error.message}`)))
     ended = new Promise((resolve) =>

@@ -6,12 +6,21 @@
  */
 import { createRequire } from "node:module"
 import { fileURLToPath, pathToFileURL } from "node:url"
-import { Worker } from "node:worker_threads"
+import { type ResourceLimits, Worker } from "node:worker_threads"
 
-/** A worker running module `name` (no extension) of the directory of `callerUrl` (an `import.meta.url`). */
-export const startModuleWorker = (callerUrl: string, name: string, workerData: unknown): Worker => {
+/**
+ * A worker running module `name` (no extension) of the directory of `callerUrl` (an `import.meta.url`),
+ * with the V8 heap limits `resourceLimits` when given.
+ */
+export const startModuleWorker = (
+  callerUrl: string,
+  name: string,
+  workerData: unknown,
+  resourceLimits?: ResourceLimits,
+): Worker => {
+  const options = { workerData, ...(resourceLimits !== undefined ? { resourceLimits } : {}) }
   // Built code (dist/<area>/*.js, or the bundled CLI, dist/bundle/cli.cjs) starts the built worker.
-  if (!fileURLToPath(callerUrl).endsWith(".ts")) return new Worker(new URL(`./${name}.js`, callerUrl), { workerData })
+  if (!fileURLToPath(callerUrl).endsWith(".ts")) return new Worker(new URL(`./${name}.js`, callerUrl), options)
   const tsxApi = pathToFileURL(
     createRequire(callerUrl)
       .resolve("tsx/esm/api")
@@ -19,5 +28,5 @@ export const startModuleWorker = (callerUrl: string, name: string, workerData: u
   ).href
   const target = new URL(`./${name}.ts`, callerUrl).href
   const code = `(async () => { const { register } = await import(${JSON.stringify(tsxApi)}); register(); await import(${JSON.stringify(target)}) })()`
-  return new Worker(code, { eval: true, workerData })
+  return new Worker(code, { eval: true, ...options })
 }
