@@ -30,6 +30,8 @@ export interface Envelope<Command, Reply, Failure> {
 export interface Control {
   readonly _tag: "Control"
   readonly name: string
+  /** For a "catch-up" control: the shared log's position to receive and apply through. */
+  readonly position?: number
   // biome-ignore lint/suspicious/noExplicitAny: each control answers with its own types; the mailbox only carries it
   readonly reply: Deferred.Deferred<any, any>
 }

@@ -273,6 +273,21 @@ export const makeStore = <Command, Event, Reply, Failure>(
           yield* Deferred.succeed(control.reply, undefined)
           return
         }
+        if (control.name === "catch-up") {
+          // A caller waits to read what another daemon acknowledged: receive through its position
+          // (fetched directly when the consumer stalls) and apply. A log out of reach is no fault
+          // of this store: the caller's wait ends by its own timeout.
+          const shared = serving.incarnation.wal.shared
+          if (shared !== undefined)
+            yield* Effect.interruptible(shared.awaitReceived(control.position)).pipe(
+              Effect.timeoutOption(Duration.millis(options.readWaitMsMax)),
+              Effect.exit,
+            )
+          yield* kernel.applyRemote(serving.incarnation)
+          settlePositions()
+          yield* Deferred.succeed(control.reply, undefined)
+          return
+        }
         const now = yield* Clock.currentTimeMillis
         const compacted = yield* Effect.exit(kernel.compact(serving.incarnation, now, options.onCompactionStep))
         if (Exit.isSuccess(compacted)) {
@@ -292,6 +307,9 @@ export const makeStore = <Command, Event, Reply, Failure>(
 
     const serve = (serving: { incarnation: Incarnation }) =>
       Effect.gen(function* () {
+        // A poke lost with the incarnation before (its control failed with its batch) must not
+        // keep every later one out.
+        remotePoked = false
         serving.incarnation.wal.shared?.onRemote(pokeRemote)
         while (true) {
           const next = yield* mailbox.takeNext()
@@ -594,8 +612,15 @@ export const makeStore = <Command, Event, Reply, Failure>(
         if (position() >= through) return Effect.void
         const done = Deferred.makeUnsafe<void>()
         positionWaiters.push({ through, done })
-        // The batch may be received and not applied yet: the actor applies what is there.
-        pokeRemote()
+        // The actor receives through the position — from the consumer, or fetched directly when it
+        // stalls — and applies it.
+        const control: Control = {
+          _tag: "Control",
+          name: "catch-up",
+          position: through,
+          reply: Deferred.makeUnsafe<unknown, unknown>(),
+        }
+        mailbox.offerUnsafe(control)
         return Deferred.await(done).pipe(
           Effect.timeoutOption(Duration.millis(options.readWaitMsMax)),
           Effect.flatMap((waited) =>

@@ -201,6 +201,28 @@ describe("writer leases on a 3-node JetStream cluster", () => {
         }),
       ),
     )
+    if (failures.length > 0 || unreadable.length > 0) {
+      // What each daemon's graph and notes stores say, to tell a stuck replica from a slow one.
+      const states = await Promise.all(daemons.map(storesOf))
+      console.log(
+        JSON.stringify(
+          states.map((stores) =>
+            stores
+              .filter((store) => store.name === "graph" || store.name === "notes")
+              .map(({ name, state, lastError, wal, writer, mailboxDepth }) => ({
+                name,
+                state,
+                lastError,
+                wal,
+                writer,
+                mailboxDepth,
+              })),
+          ),
+          null,
+          1,
+        ),
+      )
+    }
     assert.deepStrictEqual(failures, [])
     assert.deepStrictEqual(unreadable, [], "each daemon reads its own writes at once")
 
