@@ -145,14 +145,19 @@ export const layer = (config: EngineConfig) => {
     config.nats === undefined
       ? Layer.empty
       : Layer.unwrap(Effect.promise(async () => (await import("./cluster/PreJoinCopies.ts")).layer(config.dataDir)))
+  // A compaction of a shared store rewrites this daemon's search files too.
+  const compactionFollower =
+    config.nats === undefined
+      ? Layer.empty
+      : Layer.unwrap(Effect.promise(async () => (await import("./cluster/CompactionFollower.ts")).layer))
   return Layer.mergeAll(
     GraphSearch.layer,
     AuditLedger.layer,
     RecordExpiry.layer(recordStores),
-    search,
     presence,
     preJoin,
-  ).pipe(Layer.provideMerge(core))
+    compactionFollower,
+  ).pipe(Layer.provideMerge(search), Layer.provideMerge(core))
 }
 
 /** What `compactAll` did, per store and for search. */

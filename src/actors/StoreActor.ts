@@ -150,7 +150,11 @@ export interface Store<Command, Reply, Failure> {
    */
   readonly compact: () => Effect.Effect<CompactionReport, StoreError>
   readonly health: () => StoreHealth
-  /** A shared log: the stream position applied here (0 for a file log, or while not open). */
+  /**
+   * A shared log: the position applied here (0 for a file log, or while not open), in the order of
+   * every generation of the store's streams: `generation × 2³² + position in that generation's stream`
+   * (a newer generation's stream starts with the whole state, so it is after all of an older one's).
+   */
   readonly position: () => number
   /**
    * A shared log: waits until every batch through `position` is applied here (what another daemon
@@ -164,6 +168,14 @@ export interface SendOptions {
   /** Applied at most once per key (see Idempotency.ts); at most `idempotencyKeyLengthMax` long. */
   readonly idempotencyKey?: string | undefined
 }
+
+/** Positions per generation in `Store.position` (a stream of 2³² messages is far beyond one store). */
+const generationSpan = 2 ** 32
+/** A `Store.position` as its generation and the position in that generation's stream. */
+const splitPosition = (position: number) => ({
+  generation: Math.floor(position / generationSpan),
+  position: position % generationSpan,
+})
 
 const describeCause = (cause: Cause.Cause<unknown>): string => {
   const error = Cause.squash(cause)
@@ -242,7 +254,10 @@ export const makeStore = <Command, Event, Reply, Failure>(
 
     /** Callers of `awaitPosition`, woken whenever batches are applied. */
     let positionWaiters: Array<{ readonly through: number; readonly done: Deferred.Deferred<void> }> = []
-    const position = () => current?.wal.shared?.position() ?? 0
+    const position = () => {
+      const shared = current?.wal.shared
+      return shared === undefined ? 0 : shared.generation * generationSpan + shared.position()
+    }
     const settlePositions = () => {
       if (positionWaiters.length === 0) return
       const at = position()
@@ -263,12 +278,32 @@ export const makeStore = <Command, Event, Reply, Failure>(
       remotePoked = mailbox.offerUnsafe(control)
     }
 
+    const replaceIncarnation = (serving: { incarnation: Incarnation }, next: Incarnation) => {
+      serving.incarnation = next
+      current = next
+      next.wal.shared?.onRemote(pokeRemote)
+      settlePositions()
+    }
+
+    /**
+     * A shared log whose store moved to a newer stream (a compaction elsewhere): reopened from it.
+     * A reopen that fails is a restart (the next open finds the new stream too).
+     */
+    const followGeneration = (serving: { incarnation: Incarnation }, atLeast?: number) =>
+      Effect.gen(function* () {
+        const shared = serving.incarnation.wal.shared
+        if (shared === undefined) return
+        if (shared.movedTo() === undefined && (atLeast === undefined || atLeast <= shared.generation)) return
+        replaceIncarnation(serving, yield* kernel.reload(serving.incarnation))
+      })
+
     /** Runs a control between batches: a compaction replaces the incarnation it ran on. */
     const runControl = (serving: { incarnation: Incarnation }, control: Control) =>
       Effect.gen(function* () {
         if (control.name === "remote") {
           remotePoked = false
           yield* kernel.applyRemote(serving.incarnation)
+          yield* followGeneration(serving)
           settlePositions()
           yield* Deferred.succeed(control.reply, undefined)
           return
@@ -277,18 +312,45 @@ export const makeStore = <Command, Event, Reply, Failure>(
           // A caller waits to read what another daemon acknowledged: receive through its position
           // (fetched directly when the consumer stalls) and apply. A log out of reach is no fault
           // of this store: the caller's wait ends by its own timeout.
+          const wanted = control.position === undefined ? undefined : splitPosition(control.position)
+          yield* followGeneration(serving, wanted?.generation)
           const shared = serving.incarnation.wal.shared
-          if (shared !== undefined)
-            yield* Effect.interruptible(shared.awaitReceived(control.position)).pipe(
+          if (shared !== undefined && (wanted === undefined || wanted.generation === shared.generation))
+            yield* Effect.interruptible(shared.awaitReceived(wanted?.position)).pipe(
               Effect.timeoutOption(Duration.millis(options.readWaitMsMax)),
               Effect.exit,
             )
           yield* kernel.applyRemote(serving.incarnation)
+          yield* followGeneration(serving)
           settlePositions()
           yield* Deferred.succeed(control.reply, undefined)
           return
         }
         const now = yield* Clock.currentTimeMillis
+        if (kernel.shared) {
+          const notWriter = options.writeGate?.()
+          if (notWriter !== undefined) return yield* Deferred.fail(control.reply, storeError("NotWriter", notWriter))
+          const compacted = yield* Effect.exit(kernel.compactShared(serving.incarnation, now))
+          if (Exit.isSuccess(compacted)) {
+            replaceIncarnation(serving, compacted.value.incarnation)
+            yield* Deferred.succeed(control.reply, compacted.value.report)
+            return
+          }
+          // Failed before the store left its incarnation (a defect after is a restart, below).
+          const failure = Cause.findErrorOption(compacted.cause)
+          if (failure._tag === "Some") {
+            yield* Deferred.fail(
+              control.reply,
+              storeError("Unavailable", `the compaction failed: ${failure.value.message}`),
+            )
+            return
+          }
+          yield* Deferred.fail(
+            control.reply,
+            storeError("WriteFailed", `the compaction failed: ${describeCause(compacted.cause)}`),
+          )
+          return yield* Effect.failCause(compacted.cause)
+        }
         const compacted = yield* Effect.exit(kernel.compact(serving.incarnation, now, options.onCompactionStep))
         if (Exit.isSuccess(compacted)) {
           serving.incarnation = compacted.value.incarnation
@@ -557,15 +619,10 @@ export const makeStore = <Command, Event, Reply, Failure>(
     const compact = (): Effect.Effect<CompactionReport, StoreError> =>
       Effect.suspend(() => {
         if (refusal !== undefined) return Effect.fail(refusal)
-        // A shared memory's history is its streams, which every daemon replays from: a snapshot
-        // appended there would not remove what the stream holds before it (docs/scaling.md).
-        if (kernel.shared)
-          return Effect.fail(
-            storeError(
-              "Unsupported",
-              'a store of a shared memory is not compacted: its history is the JetStream stream every daemon replays (docs/scaling.md, "Deleting for good")',
-            ),
-          )
+        // A shared memory's store is compacted by its writer (the caller, WriterLeases.ts, sends it
+        // there): a new stream replaces its stream (StoreKernel.ts `compactShared`).
+        if (kernel.shared && options.writeGate?.() !== undefined)
+          return Effect.fail(storeError("NotWriter", options.writeGate()!))
         const reply = Deferred.makeUnsafe<CompactionReport, StoreError>()
         const control: Control = { _tag: "Control", name: "compact", reply }
         return Effect.flatMap(mailbox.offer(control), (accepted) =>

@@ -84,11 +84,12 @@ const allOpened = Effect.gen(function* () {
 
 /** The JetStream logs and the NATS connection, loaded when a command needs them (a local daemon never does). */
 const sharedModules = async () => {
-  const [{ jetStreamLogs, publishSnapshot, streamNameOf }, Nats] = await Promise.all([
+  const [{ jetStreamLogs, publishSnapshot }, Nats, { currentStreamOf }] = await Promise.all([
     import("../stores/wal/JetStreamWal.ts"),
     import("../stores/shared/Nats.ts"),
+    import("../stores/shared/StoreGenerations.ts"),
   ])
-  return { jetStreamLogs, publishSnapshot, streamNameOf, Nats }
+  return { jetStreamLogs, publishSnapshot, currentStreamOf, Nats }
 }
 
 const joinCommand = Command.make(
@@ -114,13 +115,15 @@ const joinCommand = Command.make(
         message: `${dir} is a replica of the shared memory "${membership.prefix}" already`,
       })
     const holding = yield* storesHoldingData(dir)
-    const { publishSnapshot, streamNameOf, Nats } = yield* Effect.promise(sharedModules)
+    const { publishSnapshot, currentStreamOf, Nats } = yield* Effect.promise(sharedModules)
     const nats = yield* Nats.makeNats(settings)
     // Refuse before anything changes: a store the shared memory holds is not merged.
     const taken: Array<string> = []
     for (const store of holding) {
       const info = yield* Effect.promise(() =>
-        nats.manager.streams.info(streamNameOf(settings.prefix, store)).catch(() => undefined),
+        currentStreamOf(nats, store)
+          .then((name) => nats.manager.streams.info(name))
+          .catch(() => undefined),
       )
       if (info !== undefined && info.state.last_seq > 0) taken.push(store)
     }

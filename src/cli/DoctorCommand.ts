@@ -369,12 +369,14 @@ const checkSharedMemory = (dir: string, stores: ReadonlyArray<StoreHealth> | und
     const reached = yield* Effect.scoped(
       Effect.gen(function* () {
         const { makeNats } = yield* Effect.promise(() => import("../stores/shared/Nats.ts"))
-        const { streamNameOf } = yield* Effect.promise(() => import("../stores/wal/JetStreamWal.ts"))
+        const { currentStreamOf } = yield* Effect.promise(() => import("../stores/shared/StoreGenerations.ts"))
         const nats = yield* makeNats(settings)
         const streams: Array<string> = []
         for (const store of domainStores) {
           const info = yield* Effect.promise(() =>
-            nats.manager.streams.info(streamNameOf(settings.prefix, store.name)).catch(() => undefined),
+            currentStreamOf(nats, store.name)
+              .then((name) => nats.manager.streams.info(name))
+              .catch(() => undefined),
           )
           const position = stores?.find((health) => health.name === store.name)?.wal?.position
           if (info !== undefined)

@@ -19,7 +19,7 @@ import { hostname } from "node:os"
 import { Effect, Layer, Option, Schedule } from "effect"
 import { Router } from "../actors/Router.ts"
 import { Nats } from "../stores/shared/Nats.ts"
-import { streamNameOf } from "../stores/wal/JetStreamWal.ts"
+import { currentStreamOf } from "../stores/shared/StoreGenerations.ts"
 import { ClusterPresence, type ClusterView, type DaemonView, type Heartbeat } from "./ClusterPresence.ts"
 
 /** How often a daemon says it is there. */
@@ -115,7 +115,7 @@ export const layer = Layer.effect(
       await Promise.all(
         stores.map(async (store) => {
           try {
-            const info = await withTimeout(nats.manager.streams.info(streamNameOf(prefix, store)))
+            const info = await withTimeout(currentStreamOf(nats, store).then((name) => nats.manager.streams.info(name)))
             last.set(store, info.state.last_seq)
           } catch {
             // Unknown: the panel shows no "behind" for this store.

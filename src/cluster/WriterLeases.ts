@@ -39,6 +39,7 @@
  * stale is decided again only while the lease is still held here.
  */
 import { randomBytes } from "node:crypto"
+import { JetStreamApiError } from "@nats-io/jetstream"
 import { type KV, Kvm } from "@nats-io/kv"
 import type { Msg } from "@nats-io/transport-node"
 import { Cause, Effect, Exit, Layer, Schema, type Scope } from "effect"
@@ -46,8 +47,10 @@ import type { Store, StoreHealth } from "../actors/StoreActor.ts"
 import { WriteRouting, type WriterView } from "../actors/WriteRouting.ts"
 import type { StoreDefinition } from "../stores/StoreDefinition.ts"
 import { StoreError } from "../stores/StoreError.ts"
+import type { CompactionReport } from "../stores/StoreKernel.ts"
 import { Nats } from "../stores/shared/Nats.ts"
 import { defaultLeaseMs } from "../stores/shared/NatsSettings.ts"
+import { currentGeneration, generationOfStream, switchedGeneration } from "../stores/shared/StoreGenerations.ts"
 
 /** Beyond the lease, how long a lapsed lease is left before another daemon takes it. */
 export const takeoverGraceMs = 500
@@ -65,15 +68,22 @@ const handOverAfterLeases = 2
 /** Between a holder closing its gate and releasing the entry: lets a batch in flight finish. */
 const releasePauseMs = 100
 
-/** What a forward carries. */
-interface ForwardRequest {
-  readonly command: unknown
-  readonly key: string
-}
+/** How long the holder waits for every live daemon to switch to a compacted store's new stream. */
+const switchWaitMs = 30_000
+/** How long a compaction sent to the holder may take (it rewrites the store's stream). */
+const compactForwardMs = 180_000
+/** A holder finding its store's stream sealed (a compaction cut short) compacts again at most this often. */
+const resumeCompactionEveryMs = 10_000
+
+/** What a forward carries: a command, or a compaction. */
+type ForwardRequest =
+  | { readonly command: unknown; readonly key: string; readonly compact?: undefined }
+  | { readonly compact: true }
 
 /** What the holder answers. */
 type ForwardAnswer =
   | { readonly ok: unknown; readonly position: number }
+  | { readonly compacted: CompactionReport; readonly position: number }
   | { readonly failure: unknown }
   | { readonly error: { readonly reason: StoreError["reason"]; readonly message: string } }
   | { readonly notWriter: string }
@@ -95,6 +105,9 @@ interface Lease {
   readonly wakers: Set<() => void>
   forwarded: number
   served: number
+  /** A compaction run here is on its way (and when the last began, monotonic). */
+  compacting: boolean
+  compactionStartedAt: number
 }
 
 /** Rendezvous hashing: the daemon of `candidates` ranked first for `store` (FNV-1a over both names). */
@@ -120,6 +133,8 @@ export const preferredDaemon = (store: string, candidates: Iterable<string>): st
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+const apiCode = (error: unknown): number | undefined => (error instanceof JetStreamApiError ? error.code : undefined)
 
 const isWrongRevision = (error: unknown) => error instanceof Error && /wrong last sequence/.test(error.message)
 
@@ -253,6 +268,15 @@ export const makeWriterLeases: Effect.Effect<WriteRouting["Service"], never, Nat
         const handOver = preferred !== daemonId && performance.now() - lease.heldSince > handOverAfterLeases * leaseMs
         if (!servable(health) || handOver || closing) return release(lease)
         await swap(lease, daemonId)
+        // Its stream sealed while no compaction runs here: one was cut short (here or at an earlier
+        // holder) and writes are stuck until it is finished.
+        if (
+          holds(lease) &&
+          health?.wal?.sealed === true &&
+          !lease.compacting &&
+          performance.now() - lease.compactionStartedAt >= resumeCompactionEveryMs
+        )
+          void compactHere(lease).catch(() => undefined)
         return
       }
       await refresh(lease)
@@ -268,7 +292,56 @@ export const makeWriterLeases: Effect.Effect<WriteRouting["Service"], never, Nat
       const preferred = preferredDaemon(lease.store, liveDaemons(lease.holder))
       const anyoneAfterMs = free ? leaseMs : 2 * leaseMs + takeoverGraceMs
       if (preferred !== daemonId && silentMs < anyoneAfterMs) return
-      await swap(lease, daemonId)
+      // A holder that died after a compaction moved its store on may have left the sealed stream.
+      if (await swap(lease, daemonId)) void retireOldStreams(lease.store).catch(() => undefined)
+    }
+
+    /**
+     * Deletes the streams of `store`'s earlier generations (StoreGenerations.ts) once every live
+     * daemon has switched to the current one, or after `switchWaitMs` (one that switches later, or
+     * was away, rebuilds its copy from the current stream). Answers the streams deleted.
+     */
+    const retireOldStreams = async (store: string): Promise<ReadonlyArray<string>> => {
+      const pointer = await currentGeneration(nats, store)
+      if (pointer.generation === 0) return []
+      const old: Array<string> = []
+      for await (const name of nats.manager.streams.names()) {
+        const generation = generationOfStream(prefix, store, name)
+        if (generation !== undefined && generation < pointer.generation) old.push(name)
+      }
+      if (old.length === 0) return []
+      const deadline = performance.now() + switchWaitMs
+      while (performance.now() < deadline && !closing) {
+        const behind = await Promise.all(
+          liveDaemons(daemonId).map(async (daemon) =>
+            (await switchedGeneration(nats, store, daemon).catch(() => -1)) < pointer.generation ? daemon : undefined,
+          ),
+        )
+        if (behind.every((daemon) => daemon === undefined)) break
+        await sleep(250)
+      }
+      const deleted: Array<string> = []
+      for (const name of old) {
+        const gone = await nats.manager.streams.delete(name).catch((error: unknown) => apiCode(error) === 10059)
+        if (gone) deleted.push(name)
+      }
+      return deleted
+    }
+
+    /** Compacts `lease`'s store here (this daemon holds its lease), then retires the sealed stream. */
+    const compactHere = async (lease: Lease): Promise<Exit.Exit<CompactionReport, StoreError>> => {
+      const entry = local.get(lease.store)
+      if (entry === undefined)
+        return Exit.fail(new StoreError({ store: lease.store, reason: "Unavailable", message: "not run here" }))
+      lease.compacting = true
+      lease.compactionStartedAt = performance.now()
+      try {
+        const exit = await Effect.runPromiseExit(entry.store.compact())
+        if (Exit.isSuccess(exit)) await retireOldStreams(lease.store).catch(() => undefined)
+        return exit
+      } finally {
+        lease.compacting = false
+      }
     }
 
     const release = async (lease: Lease) => {
@@ -334,6 +407,20 @@ export const makeWriterLeases: Effect.Effect<WriteRouting["Service"], never, Nat
       let command: unknown
       try {
         request = message.json<ForwardRequest>()
+        if (request.compact === true) {
+          lease.served++
+          const exit = await compactHere(lease)
+          if (Exit.isSuccess(exit)) return answer(message, { compacted: exit.value, position: entry.store.position() })
+          const failure = Cause.squash(exit.cause)
+          if (failure instanceof StoreError && (failure.reason === "NotWriter" || failure.reason === "ShuttingDown"))
+            return answer(message, { notWriter: failure.message })
+          return answer(message, {
+            error: {
+              reason: failure instanceof StoreError ? failure.reason : "WriteFailed",
+              message: failure instanceof Error ? failure.message : String(failure),
+            },
+          })
+        }
         command = Schema.decodeUnknownSync(entry.definition.commandSchema)(request.command)
       } catch (error) {
         return answer(message, {
@@ -397,6 +484,8 @@ export const makeWriterLeases: Effect.Effect<WriteRouting["Service"], never, Nat
           wakers: new Set(),
           forwarded: 0,
           served: 0,
+          compacting: false,
+          compactionStartedAt: Number.NEGATIVE_INFINITY,
         }
         leases.set(store, lease)
         startLoop(lease)
@@ -520,8 +609,58 @@ export const makeWriterLeases: Effect.Effect<WriteRouting["Service"], never, Nat
                 : Effect.as(store.awaitPosition(outcome.position), outcome.reply),
         )
 
+      /**
+       * Compacts the store at its writer (here when this daemon holds the lease), which replaces the
+       * store's stream; answers once this daemon has switched to the new one too.
+       */
+      const compactAtWriter = async (): Promise<Exit.Exit<CompactionReport, StoreError>> => {
+        const deadline = performance.now() + compactForwardMs
+        let lastProblem = "no daemon took the writer lease"
+        while (true) {
+          const remaining = deadline - performance.now()
+          if (remaining <= 0 || closing)
+            return Exit.fail(
+              storeError("Unavailable", `store "${definition.name}": no writer compacted it (${lastProblem})`),
+            )
+          if (holds(lease)) {
+            const exit = await compactHere(lease)
+            if (Exit.isFailure(exit)) {
+              const failure = Cause.squash(exit.cause)
+              if (failure instanceof StoreError && failure.reason === "NotWriter") continue
+            }
+            return exit
+          }
+          const holder = lease.holder
+          if (holder === undefined || holder === daemonId) {
+            await changed(lease, Math.min(renewMs, remaining))
+            continue
+          }
+          try {
+            const reply = await nats.connection.request(
+              `${prefix}.fwd.${definition.name}.${holder}`,
+              new TextEncoder().encode(JSON.stringify({ compact: true })),
+              { timeout: Math.max(1, remaining) },
+            )
+            const answered = reply.json<ForwardAnswer>()
+            if ("compacted" in answered) {
+              const caughtUp = await Effect.runPromiseExit(store.awaitPosition(answered.position))
+              return Exit.isSuccess(caughtUp) ? Exit.succeed(answered.compacted) : Exit.failCause(caughtUp.cause)
+            }
+            if ("error" in answered) return Exit.fail(storeError(answered.error.reason, answered.error.message))
+            lastProblem =
+              "notWriter" in answered ? answered.notWriter : "the writer answered what this daemon cannot read"
+            if (lease.holder === holder) await refresh(lease).catch(() => undefined)
+            if (lease.holder === holder) await changed(lease, Math.min(renewMs / 3, remaining))
+          } catch (error) {
+            lastProblem = `${holder}: ${error instanceof Error ? error.message : String(error)}`
+            if (lease.holder === holder) await changed(lease, Math.min(renewMs / 3, remaining))
+          }
+        }
+      }
+
       return {
         ...store,
+        compact: () => Effect.flatMap(Effect.promise(compactAtWriter), (exit) => exit),
         send: (command, options) =>
           Effect.suspend(() =>
             holds(lease)

@@ -161,6 +161,9 @@ export interface CompactionReport {
   readonly keys: number
   readonly bytesBefore: number
   readonly bytesAfter: number
+  /** A shared memory's store: the generation its stream is now, and the sealed stream it replaced. */
+  readonly generation?: number
+  readonly retired?: string
 }
 
 const allKeys = { start: "", end: "\u{10FFFF}" }
@@ -564,6 +567,78 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
       incarnation.wal.stats().bytes + fileBytes(`${lmdbDir}/data.mdb`)
 
     /**
+     * The store's state as a compaction keeps it: the replies of remembered commands withheld (a
+     * reply can quote what was deleted since), each value as the store's `compactValue` keeps it.
+     */
+    function* liveEntries(incarnation: Incarnation): Generator<readonly [string, unknown]> {
+      for (const { key, value } of incarnation.view.getRange(allKeys)) {
+        yield [
+          key,
+          isIdempotencyStateKey(key)
+            ? withheldRecord(value as IdempotencyRecord)
+            : definition.compactValue === undefined
+              ? value
+              : definition.compactValue(key, value),
+        ]
+      }
+    }
+
+    /**
+     * A shared log whose store moved to a newer stream (a compaction, StoreGenerations.ts): closes
+     * the store and opens it again from the stream its pointer names. The checkpoint belongs to a
+     * retired stream, so it is discarded and rebuilt from the new stream's snapshot — no page of the
+     * old LMDB file (deleted data) survives here either. Its events are the snapshot's records,
+     * numbered on from the old stream's: a reader that missed some sees a gap and reads the store
+     * again.
+     */
+    const reload = (incarnation: Incarnation) =>
+      Effect.gen(function* () {
+        yield* close(incarnation)
+        return yield* open
+      }).pipe(
+        // Not a log failure to mend in place: the store restarts (and its next open reloads).
+        Effect.catchCause((cause) =>
+          Effect.die(new Error(`reopening the store from its new stream failed: ${Cause.pretty(cause)}`)),
+        ),
+      )
+
+    /**
+     * Compacts a store of a shared memory (its writer lease's holder runs it; StoreGenerations.ts):
+     * seals its stream (no daemon can append any more), applies everything through the sealed end,
+     * publishes the state as the first messages of the next generation's stream, moves the store's
+     * pointer there, and reloads from it. The sealed stream is deleted by the caller once every live
+     * daemon has switched (WriterLeases.ts). A failure before the pointer moved leaves the store on
+     * its sealed stream, open for reads; the compaction is run again (the lease's holder does when it
+     * finds its stream sealed), and what the failed one published is replaced.
+     */
+    const compactShared = (incarnation: Incarnation, now: number) =>
+      Effect.gen(function* () {
+        const shared = incarnation.wal.shared!
+        const bytesBefore = bytesOnDisk(incarnation)
+        const last = yield* shared.seal()
+        yield* shared.awaitReceived(last)
+        yield* applyRemote(incarnation)
+        if (shared.position() < last)
+          return yield* new WalError({
+            reason: "Unavailable",
+            message: `${shared.describe()}: applied through ${shared.position()} of ${last} after sealing`,
+          })
+        const next = yield* shared.startNextGeneration(liveEntries(incarnation), snapshotRecordType)
+        const reopened = yield* reload(incarnation)
+        yield* checkpoint(reopened, now)
+        return {
+          incarnation: reopened,
+          report: {
+            keys: next.entries,
+            bytesBefore,
+            bytesAfter: bytesOnDisk(reopened),
+            generation: next.generation,
+            retired: next.retired,
+          },
+        }
+      })
+
+    /**
      * Compacts the store so that nothing deleted survives in any of its files, and returns the new
      * incarnation (the old one is closed). Runs between batches (the actor owns the store meanwhile).
      *
@@ -596,12 +671,7 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
           chunk = []
           chunkBytes = 0
         }
-        for (const { key, value } of incarnation.view.getRange(allKeys)) {
-          const kept = isIdempotencyStateKey(key)
-            ? withheldRecord(value as IdempotencyRecord)
-            : definition.compactValue === undefined
-              ? value
-              : definition.compactValue(key, value)
+        for (const [key, kept] of liveEntries(incarnation)) {
           chunk.push([key, kept])
           chunkBytes += key.length + JSON.stringify(kept).length
           keys++
@@ -836,6 +906,8 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
       close,
       discardUnacknowledged,
       compact,
+      compactShared,
+      reload,
       applyRemote,
       catchUp,
       shared: logs.shared,

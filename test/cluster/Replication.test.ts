@@ -11,12 +11,13 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { Cause, Effect, Exit, Layer, References, type Scope } from "effect"
+import { Cause, Effect, Exit, Layer, References, Schedule, type Scope } from "effect"
 import fc from "fast-check"
 import { defaultStoreOptions, makeStore, type Store } from "../../src/actors/StoreActor.ts"
 import * as EventBus from "../../src/stores/EventBus.ts"
-import { StoreError } from "../../src/stores/StoreError.ts"
+import type { StoreError } from "../../src/stores/StoreError.ts"
 import * as Nats from "../../src/stores/shared/Nats.ts"
+import { streamNameOf } from "../../src/stores/shared/StoreGenerations.ts"
 import { jetStreamLogs } from "../../src/stores/wal/JetStreamWal.ts"
 import { layerNode } from "../../src/stores/wal/WalFs.ts"
 import { type KvCommand, type KvRejected, kvStore, readAll } from "../support/KvStore.ts"
@@ -163,24 +164,66 @@ describe("replicas on a 3-node JetStream cluster", () => {
     )
   }, 600_000)
 
-  it("a store of a shared memory refuses compaction (its history is the stream), and keeps serving", async () => {
-    const refused = await Effect.runPromise(
+  it("a compaction replaces the store's stream: the other replicas reload from the new one, a new replica starts from it, a compaction cut short after sealing is finished by the next", async () => {
+    const prefix = `compact${Date.now() % 100_000}`
+    const marker = `deleted-${Math.random().toString(36).slice(2, 12)}`
+    const result = await Effect.runPromise(
       Effect.scoped(
         Effect.gen(function* () {
-          const store = yield* replica(`compact${Date.now() % 100_000}`, "d0", 0)
-          yield* store.send({ _tag: "Put", key: "a", value: "1" })
-          const compacted = yield* Effect.exit(store.compact())
-          const after = yield* store.send({ _tag: "Put", key: "b", value: "2" })
-          return { compacted, after, state: yield* store.read(readAll) }
+          const r0 = yield* replica(prefix, "d0", 0)
+          const r1 = yield* replica(prefix, "d1", 1)
+          yield* r0.send({ _tag: "Put", key: "a", value: "1" })
+          yield* r0.send({ _tag: "Put", key: "secret", value: marker })
+          yield* r1.send({ _tag: "Delete", key: "secret" }).pipe(
+            // Decided on r1's state: it may not have applied the put yet (refused, then sent again).
+            Effect.retry({ times: 20, schedule: Schedule.spaced("50 millis") }),
+          )
+          yield* r1
+            .send({ _tag: "Put", key: "b", value: "2" })
+            .pipe(Effect.retry({ times: 20, schedule: Schedule.spaced("50 millis") }))
+          const first = yield* r0.compact().pipe(Effect.retry({ times: 20, schedule: Schedule.spaced("50 millis") }))
+          // A compaction cut short after sealing: writes are refused (nothing stored), the next one finishes it.
+          const nats = yield* Nats.makeNats({ servers: cluster.urls, prefix, daemonId: "probe" })
+          const current = streamNameOf(prefix, "kv", 1)
+          const info = yield* Effect.promise(() => nats.manager.streams.info(current))
+          const sealedConfig = { ...info.config, sealed: true }
+          yield* Effect.promise(() => nats.manager.streams.update(current, sealedConfig))
+          const refusedWhileSealed = yield* Effect.exit(r1.send({ _tag: "Put", key: "c", value: "3" }))
+          const second = yield* r1.compact()
+          yield* r1.send({ _tag: "Put", key: "c", value: "3" })
+          const r2 = yield* replica(prefix, "d2", 2)
+          yield* caughtUp(r0, () => r1.position() % 2 ** 32)
+          yield* caughtUp(r2, () => r1.position() % 2 ** 32)
+          // What the streams hold now: every message of the current one.
+          const newest = streamNameOf(prefix, "kv", 2)
+          const last = (yield* Effect.promise(() => nats.manager.streams.info(newest))).state.last_seq
+          const texts: Array<string> = []
+          for (let seq = 1; seq <= last; seq++) {
+            const message = yield* Effect.promise(() => nats.manager.streams.getMessage(newest, { seq }))
+            texts.push(Buffer.from(message!.data).toString("latin1"))
+          }
+          return {
+            first,
+            second,
+            refusedWhileSealed,
+            generations: [r0, r1, r2].map((store) => store.health().wal?.generation),
+            states: [yield* r0.read(readAll), yield* r1.read(readAll), yield* r2.read(readAll)],
+            newestHoldsMarker: texts.some((text) => text.includes(marker)),
+          }
         }),
       ).pipe(Effect.provideService(References.MinimumLogLevel, "None")),
     )
-    assert.isTrue(Exit.isFailure(refused.compacted))
-    const error = Exit.isFailure(refused.compacted) ? Cause.squash(refused.compacted.cause) : undefined
-    assert.instanceOf(error, StoreError)
-    assert.strictEqual((error as StoreError).reason, "Unsupported")
-    assert.deepStrictEqual(refused.state, { a: "1", b: "2" })
-  }, 120_000)
+    assert.strictEqual(result.first.generation, 1)
+    assert.strictEqual(result.second.generation, 2)
+    assert.isTrue(Exit.isFailure(result.refusedWhileSealed), "a sealed stream takes no write")
+    const refusal = Exit.isFailure(result.refusedWhileSealed)
+      ? Cause.squash(result.refusedWhileSealed.cause)
+      : undefined
+    assert.include(String((refusal as StoreError | undefined)?.message), "sealed")
+    assert.deepStrictEqual(result.generations, [2, 2, 2], "every replica serves the newest stream")
+    for (const state of result.states) assert.deepStrictEqual(state, { a: "1", b: "2", c: "3" })
+    assert.isFalse(result.newestHoldsMarker, "the new stream holds no deleted value")
+  }, 180_000)
 })
 
 const outcome = (exit: Exit.Exit<unknown, StoreError | KvRejected>): unknown =>

@@ -29,6 +29,15 @@ import { DeliverPolicy, JetStreamApiError, StorageType } from "@nats-io/jetstrea
 import { crc32c } from "@node-rs/crc32"
 import { Deferred, Effect, Exit, Layer } from "effect"
 import { Nats } from "../shared/Nats.ts"
+import {
+  advanceGeneration,
+  currentGeneration,
+  type Generation,
+  recordSwitched,
+  streamNameOf,
+  subjectOf,
+  watchGeneration,
+} from "../shared/StoreGenerations.ts"
 import { StoreLogs } from "./StoreLogs.ts"
 import {
   type Appended,
@@ -70,11 +79,6 @@ const lagCheckMs = 5_000
 const consumerRestartMs = 250
 /** Bytes of a message kept for NATS's own headers out of the server's payload limit. */
 const headerRoomBytes = 4096
-
-/** The stream of `store` in the memory named `prefix`. */
-export const streamNameOf = (prefix: string, store: string) => `${prefix}_${store}`
-/** The subject its batches are published on. */
-export const subjectOf = (prefix: string, store: string) => `${prefix}.log.${store}`
 
 /** How to open a store's shared log. */
 export interface JetStreamWalOptions {
@@ -119,36 +123,61 @@ export const openJetStreamWal = (options: JetStreamWalOptions): Effect.Effect<Op
           }),
   })
 
-const describe = (options: JetStreamWalOptions) =>
-  `stream ${streamNameOf(options.nats.settings.prefix, options.store)} on NATS ${options.nats.settings.servers.join(", ")}`
+const describe = (options: JetStreamWalOptions, generation = 0) =>
+  `stream ${streamNameOf(options.nats.settings.prefix, options.store, generation)} on NATS ${options.nats.settings.servers.join(", ")}`
+
+/** The record sequence of the first record of the message at `at` in stream `name`. */
+const firstRecordSeqAt = async (nats: Nats["Service"], name: string, at: number): Promise<number | undefined> => {
+  const stored = await nats.manager.streams.getMessage(name, { seq: at })
+  if (stored === null) return undefined
+  const data = stored.data
+  const read = readRecordAt(Buffer.from(data.buffer, data.byteOffset, data.byteLength), 0)
+  return read._tag === "Record" ? read.record.seq : undefined
+}
 
 const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
   const { nats, store } = options
-  const name = streamNameOf(nats.settings.prefix, store)
-  const subject = subjectOf(nats.settings.prefix, store)
-  const where = describe(options)
+  const pointer = await currentGeneration(nats, store)
+  const generation = pointer.generation
+  const name = streamNameOf(nats.settings.prefix, store, generation)
+  const subject = subjectOf(nats.settings.prefix, store, generation)
+  const where = describe(options, generation)
   const info = await ensureStream(nats, name, subject)
   const salt = streamSalt(name, info.created)
-  if (options.salt !== undefined && options.salt !== salt && options.replayAfterPosition > 0) {
+  // A checkpoint of a stream a compaction retired: this copy is rebuilt from the current one, which
+  // holds the whole state (its first messages are the compaction's snapshot).
+  const rebuild =
+    options.salt !== undefined &&
+    options.salt !== salt &&
+    options.replayAfterPosition > 0 &&
+    pointer.retired.includes(options.salt)
+  if (options.salt !== undefined && options.salt !== salt && options.replayAfterPosition > 0 && !rebuild) {
     throw new WalError({
       reason: "GenerationMismatch",
       message: `${where} was created anew since this data directory last applied it (position ${options.replayAfterPosition}): its local copy belongs to an earlier stream; join the shared memory again (docs/scaling.md)`,
     })
   }
   const firstSeq = info.state.first_seq
-  if (info.state.messages > 0 && firstSeq > options.replayAfterPosition + 1) {
+  const replayAfterPosition = rebuild ? 0 : options.replayAfterPosition
+  if (info.state.messages > 0 && firstSeq > replayAfterPosition + 1) {
     throw new WalError({
       reason: "Corrupt",
-      message: `${where} starts at position ${firstSeq}, but this data directory has applied it only through ${options.replayAfterPosition}: messages are missing (was the stream purged?)`,
+      message: `${where} starts at position ${firstSeq}, but this data directory has applied it only through ${replayAfterPosition}: messages are missing (was the stream purged?)`,
     })
   }
 
-  let position = options.replayAfterPosition
-  let nextSeq = options.replayAfterSeq + 1
+  let position = replayAfterPosition
+  // From the stream's start, record sequences go on from where the stream's first record says: a
+  // compacted store's stream continues the sequences of the one it replaced.
+  const startSeq = position === 0 && info.state.messages > 0 ? await firstRecordSeqAt(nats, name, firstSeq) : undefined
+  let nextSeq = startSeq ?? options.replayAfterSeq + 1
+  const replayAfterSeq = nextSeq - 1
   /** The record sequence after the last batch received (validates that received batches follow on). */
   let receivedNextSeq = nextSeq
   let receivedThrough = position
   let broken: WalError | undefined
+  /** Set once the store's pointer names a newer generation (a compaction moved the store on). */
+  let movedTo: number | undefined
   const received = new Map<number, Received>()
   const inFlight: Array<InFlight> = []
   let counter = 0
@@ -161,7 +190,8 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
   const runId = `${daemonId}.${Date.now().toString(36)}`
 
   const settleWaiters = () => {
-    for (const waiter of [...waiters]) if (broken !== undefined || receivedThrough >= waiter.through) waiter.done()
+    for (const waiter of [...waiters])
+      if (broken !== undefined || movedTo !== undefined || receivedThrough >= waiter.through) waiter.done()
   }
 
   const decode = (position: number, data: Uint8Array, msgId: string | undefined): Received | WalError => {
@@ -252,11 +282,13 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
   // The lag watchdog: an idle replica has nobody waiting for messages, so it looks for itself how far
   // the stream is ahead; a consumer that stopped delivering is started again and the gap fetched.
   let streamLast = info.state.last_seq
+  let sealed = info.config.sealed === true
   const watchdog = setInterval(() => {
     void nats.manager.streams
       .info(name)
       .then(async (latest) => {
         streamLast = latest.state.last_seq
+        sealed = latest.config.sealed === true
         if (streamLast > receivedThrough && Date.now() - lastReceivedAt >= lagCheckMs) {
           current?.stop()
           await fetchDirectly(streamLast)
@@ -266,6 +298,23 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
   }, lagCheckMs)
   watchdog.unref()
 
+  // The store's pointer (StoreGenerations.ts): a compaction moved the store to a newer stream. The
+  // actor is woken to switch (it reopens the store from the pointer's stream).
+  const noteGeneration = (latest: Generation) => {
+    if (latest.generation <= generation || (movedTo !== undefined && movedTo >= latest.generation)) return
+    movedTo = latest.generation
+    settleWaiters()
+    wake()
+  }
+  const stopWatching = await watchGeneration(nats, store, noteGeneration).catch(() => () => undefined)
+  // Watches can miss a change across a reconnect: the pointer is read again now and then.
+  const pointerCheck = setInterval(() => {
+    void currentGeneration(nats, store)
+      .then(noteGeneration)
+      .catch(() => undefined)
+  }, lagCheckMs)
+  pointerCheck.unref()
+
   /**
    * Resolves once every message through `through` is received: from the consumer, or, when it has
    * delivered nothing for `consumerStallMs`, fetched directly (and the consumer started again).
@@ -274,6 +323,7 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
     const deadline = Date.now() + timeoutMs
     while (receivedThrough < through) {
       if (broken !== undefined) throw broken
+      if (movedTo !== undefined) return // what is awaited is in the newer stream's snapshot
       if (closed) throw new WalError({ reason: "Unavailable", message: `${where}: the log is closed` })
       if (Date.now() >= deadline)
         throw new WalError({
@@ -330,7 +380,7 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
     const deadline = Date.now() + publishRetryForMs
     for (let attempt = 0; ; attempt++) {
       try {
-        return await nats.jetstream.publish(subjectOf(nats.settings.prefix, store), payload, {
+        return await nats.jetstream.publish(subject, payload, {
           msgID: msgId,
           expect,
           timeout: publishAttemptMs,
@@ -338,6 +388,11 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
       } catch (error) {
         const code = apiCode(error)
         if (code === 10071 || code === 10070) refused++
+        if (code === 10109)
+          throw new WalError({
+            reason: "Unavailable",
+            message: `${where} is sealed: a compaction is moving the store to a new stream; nothing was stored, retry in a moment`,
+          })
         if (code === 10071) {
           const last = /wrong last sequence: (\d+)/.exec(error instanceof Error ? error.message : "")
           throw new WalError({
@@ -410,6 +465,18 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
       return Effect.succeed(Deferred.await(done))
     })
 
+  const toWal = <A>(run: () => Promise<A>) =>
+    Effect.tryPromise({
+      try: run,
+      catch: (error) =>
+        error instanceof WalError
+          ? error
+          : new WalError({
+              reason: "Unavailable",
+              message: `${where}: ${error instanceof Error ? error.message : String(error)}`,
+            }),
+    })
+
   const shared: SharedLog = {
     self: daemonId,
     takeRemote,
@@ -431,6 +498,36 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
               }),
       }),
     position: () => position,
+    generation,
+    movedTo: () => movedTo,
+    seal: () =>
+      toWal(async () => {
+        const latest = await nats.manager.streams.info(name)
+        const config = { ...latest.config, sealed: true }
+        const after = latest.config.sealed ? latest : await nats.manager.streams.update(name, config)
+        sealed = true
+        return after.state.last_seq
+      }),
+    startNextGeneration: (entries, snapshotRecordType) =>
+      toWal(async () => {
+        const pointer = await currentGeneration(nats, store)
+        if (pointer.generation !== generation)
+          throw new WalError({
+            reason: "Stale",
+            message: `${where}: the store moved to generation ${pointer.generation} meanwhile (another daemon compacted it)`,
+          })
+        const next = generation + 1
+        // What an interrupted compaction left (the pointer never named it) goes first.
+        await nats.manager.streams.delete(streamNameOf(nats.settings.prefix, store, next)).catch(() => undefined)
+        const published = await publishSnapshotTo(nats, store, next, nextSeq, entries, snapshotRecordType)
+        const moved = await advanceGeneration(nats, store, pointer, salt)
+        if (moved === undefined) {
+          await nats.manager.streams.delete(streamNameOf(nats.settings.prefix, store, next)).catch(() => undefined)
+          throw new WalError({ reason: "Stale", message: `${where}: another daemon compacted the store meanwhile` })
+        }
+        noteGeneration(moved)
+        return { ...published, generation: next, retired: name }
+      }),
     describe: () => where,
     unavailable: () => (broken !== undefined ? broken.message : nats.unavailable()),
   }
@@ -446,6 +543,8 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
     position,
     lag: Math.max(0, Math.max(streamLast, receivedThrough) - position),
     refused,
+    generation,
+    sealed,
   })
   const wal: Wal = {
     queueBatch,
@@ -458,6 +557,8 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
       Effect.sync(() => {
         closed = true
         clearInterval(watchdog)
+        clearInterval(pointerCheck)
+        stopWatching()
         current?.stop()
       }),
     batchBytesMax,
@@ -466,10 +567,13 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
   const report: RecoveryReport = {
     segments: 0,
     records: replay.length,
-    firstSeq: options.replayAfterSeq + 1,
+    firstSeq: replayAfterSeq + 1,
     lastSeq: nextSeq - 1,
     discardedRecords: 0,
+    // The kernel discards the retired stream's checkpoint and loads this one from its start.
+    ...(rebuild ? { snapshot: { firstSeq: replayAfterSeq + 1, lastSeq: nextSeq - 1 } } : {}),
   }
+  if (generation > 0) await recordSwitched(nats, store, generation).catch(() => undefined)
   return { wal, replay, report }
 }
 
@@ -533,9 +637,23 @@ export const publishSnapshot = async (
   store: string,
   entries: Iterable<readonly [string, unknown]>,
   snapshotRecordType: number,
+): Promise<PublishedSnapshot> =>
+  publishSnapshotTo(nats, store, (await currentGeneration(nats, store)).generation, 1, entries, snapshotRecordType)
+
+/**
+ * Publishes `entries` as snapshot batches into the empty stream of `store`'s generation
+ * `generation` (created here), its records numbered from `firstSeq` (see `publishSnapshot`).
+ */
+const publishSnapshotTo = async (
+  nats: Nats["Service"],
+  store: string,
+  generation: number,
+  firstSeq: number,
+  entries: Iterable<readonly [string, unknown]>,
+  snapshotRecordType: number,
 ): Promise<PublishedSnapshot> => {
-  const name = streamNameOf(nats.settings.prefix, store)
-  const subject = subjectOf(nats.settings.prefix, store)
+  const name = streamNameOf(nats.settings.prefix, store, generation)
+  const subject = subjectOf(nats.settings.prefix, store, generation)
   const info = await ensureStream(nats, name, subject)
   if (info.state.messages > 0 || info.state.last_seq > 0)
     throw new Error(
@@ -544,8 +662,8 @@ export const publishSnapshot = async (
   const salt = streamSalt(name, info.created)
   const messageBytesMax = Math.max(64 * 1024, (nats.connection.info?.max_payload ?? 1024 * 1024) - headerRoomBytes)
   const recordBytesMax = Math.min(256 * 1024, messageBytesMax - recordHeaderBytes)
-  const runId = `${nats.settings.daemonId}.join${Date.now().toString(36)}`
-  let seq = 1
+  const runId = `${nats.settings.daemonId}.snapshot${Date.now().toString(36)}`
+  let seq = firstSeq
   let messages = 0
   let bytes = 0
   let count = 0

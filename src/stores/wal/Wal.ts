@@ -84,14 +84,39 @@ export interface SharedLog {
    * position, until everything the log held when called.
    */
   readonly awaitReceived: (position?: number) => Effect.Effect<void, WalError>
-  /** The last position applied (own or remote). */
+  /** The last position applied (own or remote), in this generation's stream. */
   readonly position: () => number
+  /** The store's generation this log appends to (src/stores/shared/StoreGenerations.ts). */
+  readonly generation: number
+  /** Set once the store's pointer names a newer generation: the store is to be reopened from it. */
+  readonly movedTo: () => number | undefined
+  /** Seals the stream: nothing more can be appended to it, by any daemon. Answers its last position. */
+  readonly seal: () => Effect.Effect<number, WalError>
+  /**
+   * Publishes `entries` (the whole state, after everything through the sealed stream's end was
+   * applied) as snapshot records into the next generation's stream, its records numbered on from
+   * this log's, and moves the store's pointer to it. `Stale` when another daemon moved it first.
+   */
+  readonly startNextGeneration: (
+    entries: Iterable<readonly [string, unknown]>,
+    snapshotRecordType: number,
+  ) => Effect.Effect<NextGeneration, WalError>
   /** Where the log lives, for messages (the servers and the stream). */
   readonly describe: () => string
   /** This daemon's id: the origin of its own batches. */
   readonly self: string
   /** Why appends fail at once now (the servers are out of reach), if they do; reads go on. */
   readonly unavailable: () => string | undefined
+}
+
+/** What `startNextGeneration` did. */
+export interface NextGeneration {
+  readonly generation: number
+  /** The sealed stream the new one replaces (deleted once every live daemon has switched). */
+  readonly retired: string
+  readonly entries: number
+  readonly messages: number
+  readonly bytes: number
 }
 
 /** What recovery found and did. */
@@ -132,6 +157,9 @@ export interface WalStats {
   readonly lag?: number
   /** A shared log: appends refused because another daemon appended first (each decided again). */
   readonly refused?: number
+  /** A shared log: the store's generation (StoreGenerations.ts), and whether its stream is sealed. */
+  readonly generation?: number
+  readonly sealed?: boolean
 }
 
 /** A store's log, as the store kernel sees it. */
