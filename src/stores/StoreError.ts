@@ -9,7 +9,7 @@
  *   message size); it was not applied;
  * - `ReplyWithheld`: a retried command was applied before, but its reply was dropped by a
  *   compaction (it may have quoted deleted data); it is not applied again;
- * - `Unsupported`: the store cannot do this in its mode (a shared memory's store is not compacted);
+ * - `Unsupported`: the store cannot do this in its mode;
  * - `NotWriter`: in a shared memory, another daemon holds the store's writer lease (or none does
  *   yet); the command was not decided here, and the write routing (src/cluster/WriterLeases.ts)
  *   sends it to the holder.

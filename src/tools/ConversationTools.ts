@@ -438,16 +438,9 @@ const rebuildIndex = conversationTool(
       const bytesBefore = storeBytes(store)
       yield* discardLeftovers(store).pipe(Effect.mapError(toConversationToolError))
       const purged = yield* send<PurgeReply>({ _tag: "PurgeTombstones" })
-      // Deleted means gone: the store's files (log, LMDB) and search's are rewritten without it. A
-      // shared memory's store is not compacted (its stream keeps the history; docs/scaling.md).
-      const compacted = yield* store.compact().pipe(
-        Effect.as(true),
-        Effect.catchIf(
-          (error) => error._tag === "StoreError" && error.reason === "Unsupported",
-          () => Effect.succeed(false),
-        ),
-        Effect.mapError(toConversationToolError),
-      )
+      // Deleted means gone: the store's files (log, LMDB) and search's are rewritten without it (in
+      // a shared memory the store's stream is replaced, on every daemon; docs/scaling.md).
+      yield* store.compact().pipe(Effect.mapError(toConversationToolError))
       yield* (yield* SearchIndexer).compact
       yield* waitForCheckpoint(store)
       const indexed = yield* read((view) => indexOf(store).rebuild(view))
@@ -457,11 +450,6 @@ const rebuildIndex = conversationTool(
         records_removed: purged.records_removed,
         bytes_before: bytesBefore,
         bytes_after: storeBytes(store),
-        ...(compacted
-          ? {}
-          : {
-              note: "a shared memory's log is its JetStream stream: deleted messages leave the index and every replica's state, and stay in the stream until it is rebuilt (docs/scaling.md, Deleting for good)",
-            }),
       })
     }),
 )
