@@ -7,14 +7,18 @@
  * the live state, the old one is deleted once the running daemons have switched. Afterwards no file
  * of the running daemons' data directories and no file of any NATS server's store directory holds a
  * marker; the stopped daemon, started again, rebuilds its copy from the new streams and holds none
- * either. Live records read back everywhere, and writes go on on every daemon.
+ * either. Live records read back everywhere, and writes go on on every daemon. Last, a compaction
+ * cut short after its seal: the writer finds its stream sealed and finishes it, and writes resume.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { jetstreamManager } from "@nats-io/jetstream"
+import { connect } from "@nats-io/transport-node"
 import type { StoreHealth } from "../../src/actors/StoreActor.ts"
 import { writeMembership } from "../../src/stores/shared/SharedMemory.ts"
+import { streamNameOf } from "../../src/stores/shared/StoreGenerations.ts"
 import { type NatsCluster, startNatsCluster } from "../support/NatsCluster.ts"
 import {
   apiGet,
@@ -205,6 +209,33 @@ describe("compacting a shared memory", () => {
         },
         30_000,
       )
+
+    // A compaction cut short after its seal (its writer killed then): the notes store's stream is
+    // sealed and nothing can be appended; the lease's holder finds it so and finishes the compaction,
+    // and writes go on by themselves.
+    const connection = await connect({ servers: [...cluster.urls] })
+    try {
+      const manager = await jetstreamManager(connection)
+      const notesStream = streamNameOf(prefix, "notes", 1)
+      const info = await manager.streams.info(notesStream)
+      const sealedConfig = { ...info.config, sealed: true }
+      await manager.streams.update(notesStream, sealedConfig)
+    } finally {
+      await connection.close()
+    }
+    let refusedWhileSealed = 0
+    await waitFor(
+      "writes to the sealed store resume without anyone compacting it",
+      async () => {
+        const reply = await callTool(onB, "add_sticky_note", { text: "after the seal" })
+        if (reply.isError) refusedWhileSealed++
+        return reply.isError ? undefined : true
+      },
+      90_000,
+    )
+    const notes = (await storesOf(b!)).find((store) => store.name === "notes")
+    assert.isAtLeast(notes?.wal?.generation ?? 0, 2, "the cut-short compaction was finished: a newer stream")
+    console.log(`writes refused while the notes stream stayed sealed: ${refusedWhileSealed}`)
     for (const client of [onA, onB, onC]) await client.close()
   }, 420_000)
 })
