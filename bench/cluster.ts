@@ -33,6 +33,7 @@ import { duplicateWindowMs } from "../src/stores/wal/JetStreamWal.ts"
 import { startNatsCluster } from "../test/support/NatsCluster.ts"
 import {
   apiGet,
+  authHeaders,
   builtCliArgs,
   callTool,
   cleanup,
@@ -564,6 +565,92 @@ const mcpScenario = async (
 
 // ---------------------------------------------------------------------------------------------
 
+/**
+ * A compaction of a shared memory (docs/scaling.md, "Deleting for good"): three real daemons hold
+ * `entities` graph entities (half of them then deleted); `POST /api/compact` on one of them
+ * compacts every store at its writer. Measured: the call's time, until every daemon serves the new
+ * streams, and what a writer on another daemon saw meanwhile (its slowest call: writes wait while
+ * their store is compacted).
+ */
+export const compactionScenario = async (servers: ReadonlyArray<string>, prefix: string, entities: number) => {
+  const daemons = await Promise.all(
+    Array.from({ length: 3 }, () =>
+      startDaemon({ built: true, args: ["--nats", servers.join(","), "--nats-prefix", prefix] }),
+    ),
+  )
+  try {
+    await leasesSettled(daemons, 60_000)
+    const client = await connectClient("streamable-http", daemons[1]!.url)
+    const perCall = 200
+    for (let first = 0; first < entities; first += perCall) {
+      const created = await callTool(client, "create_entities", {
+        entities: Array.from({ length: Math.min(perCall, entities - first) }, (_, index) => ({
+          name: `c-${first + index}`,
+          entityType: "bench",
+          observations: [`observation of entity ${first + index}, to be compacted`],
+        })),
+      })
+      if (created.isError) throw new Error(created.text)
+    }
+    for (let first = 0; first < entities / 2; first += perCall) {
+      const deleted = await callTool(client, "delete_entities", {
+        entityNames: Array.from({ length: perCall }, (_, index) => `c-${first + index}`),
+      })
+      if (deleted.isError) throw new Error(deleted.text)
+    }
+    let writing = true
+    const writeLatencies: Array<number> = []
+    let writeFailures = 0
+    const writer = (async () => {
+      for (let n = 0; writing; n++) {
+        const before = performance.now()
+        const result = await callTool(client, "create_entities", {
+          entities: [{ name: `during-${n}`, entityType: "bench", observations: ["written during the compaction"] }],
+        })
+        if (result.isError) writeFailures++
+        else writeLatencies.push(performance.now() - before)
+      }
+    })()
+    const started = performance.now()
+    const response = await fetch(`${daemons[0]!.url}/api/compact`, {
+      method: "POST",
+      headers: authHeaders(daemons[0]!.dataDir),
+    })
+    const compactMs = performance.now() - started
+    const report = (await response.json()) as { stores?: ReadonlyArray<{ store: string; keys: number }> }
+    if (!response.ok) throw new Error(`compact: ${JSON.stringify(report)}`)
+    let switchedMs = Number.NaN
+    while (performance.now() - started < 120_000) {
+      const views = await Promise.all(daemons.map((daemon) => apiGet<StatsView>(daemon, "/api/stats")))
+      if (views.every((view) => view.stores.every((store) => (store.wal?.generation ?? 0) >= 1))) {
+        switchedMs = performance.now() - started
+        break
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    writing = false
+    await writer
+    await client.close()
+    writeLatencies.sort((a, b) => a - b)
+    return {
+      entities,
+      graphKeys: report.stores?.find((store) => store.store === "graph")?.keys ?? 0,
+      compactMs,
+      switchedMs,
+      writesDuring: writeLatencies.length,
+      writeFailures,
+      writeMaxMs: writeLatencies.at(-1) ?? 0,
+      writeP50Ms: quantile(writeLatencies, 0.5),
+    }
+  } finally {
+    await Promise.all(daemons.map((daemon) => daemon.stop().catch(() => undefined)))
+  }
+}
+
+interface StatsView {
+  readonly stores: ReadonlyArray<{ readonly wal?: { readonly generation?: number } }>
+}
+
 const met = (ok: boolean) => (ok ? "met" : "NOT MET")
 const percent = (part: number, whole: number) => (whole === 0 ? 0 : (100 * part) / whole)
 
@@ -611,6 +698,7 @@ export const suite: BenchSuite = {
       const ceiling = await streamCeiling(cluster.urls, ceilingSeconds)
 
       let mcp: Array<Awaited<ReturnType<typeof mcpScenario>>> = []
+      let compaction: Awaited<ReturnType<typeof compactionScenario>> | undefined
       if (!quick) {
         quietAbortSignalWarnings()
         try {
@@ -618,6 +706,7 @@ export const suite: BenchSuite = {
             await mcpScenario("1 daemon", 1, mcpClients, mcpMs, cluster.urls, prefix("mcpone")),
             await mcpScenario("3 daemons", 3, mcpClients, mcpMs, cluster.urls, prefix("mcpthree")),
           ]
+          compaction = await compactionScenario(cluster.urls, prefix("compact"), 10_000)
         } finally {
           await cleanup()
         }
@@ -824,6 +913,36 @@ export const suite: BenchSuite = {
                 },
               ]
             : []),
+          ...(compaction !== undefined
+            ? [
+                {
+                  title:
+                    "compacting the shared memory (POST /api/compact on one of three real daemons; a writer on another daemon meanwhile)",
+                  header: [
+                    "entities written",
+                    "graph keys kept",
+                    "compact s",
+                    "all daemons switched s",
+                    "writes meanwhile",
+                    "failed",
+                    "write p50 ms",
+                    "slowest write ms",
+                  ],
+                  rows: [
+                    [
+                      compaction.entities,
+                      compaction.graphKeys,
+                      round(compaction.compactMs / 1000, 2),
+                      round(compaction.switchedMs / 1000, 2),
+                      compaction.writesDuring,
+                      compaction.writeFailures,
+                      round(compaction.writeP50Ms, 1),
+                      round(compaction.writeMaxMs, 0),
+                    ],
+                  ],
+                },
+              ]
+            : []),
         ],
         notes,
         json: {
@@ -831,6 +950,7 @@ export const suite: BenchSuite = {
           catchUp: { events: fresh.records, seconds: fresh.openMs / 1000, perSecond: catchUpPerSecond },
           ceiling,
           mcp,
+          compaction,
         },
       }
     } finally {
