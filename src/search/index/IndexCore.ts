@@ -331,7 +331,10 @@ export const makeIndexCore = (config: CoreConfig) =>
       return persistedSeqs
     })
 
-    /** Embeds every document still without a vector, in chunks (the end of warm-up). */
+    /**
+     * Embeds every document still without a vector, in chunks (the end of warm-up); then lets go of
+     * the persisted file's pages that the load and the reconciles mapped (SearchPersistence.ts).
+     */
     const embedMissing = Effect.gen(function* () {
       const missing = yield* locked(Effect.sync(() => index.missingVectors()))
       const progress = (done: number) => {
@@ -344,6 +347,7 @@ export const makeIndexCore = (config: CoreConfig) =>
         progress(Math.min(missing.length, start + embedChunkTexts * 4))
         yield* Effect.yieldNow
       }
+      yield* locked(Effect.promise(() => persistence.releaseMappedPages()))
     })
 
     /** Background work: documents that waited for the model, a step of re-embedding, one of the ANN index. */
