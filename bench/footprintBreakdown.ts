@@ -9,6 +9,7 @@
  * asked 20 omni searches (`/api/search`) and idles `idleSettleMs`. Printed: RSS (anonymous, mapped
  * files) from /proc, the mappings grouped (V8 heaps and other anonymous memory, LMDB files, node),
  * and the search thread's own heap as health reports it; the official server on the same file.
+ * Then the start: spawn of `serve --stdio` to the first answered `open_nodes` (median of 3).
  * The work dir is kept (reused by the next run with the same N).
  */
 import { spawn } from "node:child_process"
@@ -138,6 +139,25 @@ const official = async (file: string) => {
   }
 }
 
+/** Spawn of `serve --stdio` to the first answered `open_nodes` of `name`, ms. */
+const startOnce = async (dataDir: string, name: string) => {
+  const started = performance.now()
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [cli, "serve", "--stdio", "--data-dir", dataDir],
+    stderr: "ignore",
+  })
+  const client = new Client({ name: "footprint-breakdown", version: "0" })
+  await client.connect(transport)
+  try {
+    const result = await client.callTool({ name: "open_nodes", arguments: { names: [name] } })
+    if (result.isError === true) throw new Error(`open_nodes failed: ${JSON.stringify(result.content)}`)
+    return performance.now() - started
+  } finally {
+    await client.close()
+  }
+}
+
 const entities = Number(process.argv[2] ?? 20_000)
 const work = process.argv[3] ?? join(process.env.MNEMOS_BENCH_DIR ?? tmpdir(), `mnemos-footprint-${entities}`)
 const file = join(work, "memory.jsonl")
@@ -152,6 +172,10 @@ if (!existsSync(dataDir)) {
 }
 const run = (await serve(dataDir, true))!
 const officialMemory = await official(file)
+const graphText = readFileSync(file, "utf8")
+const firstName = (JSON.parse(graphText.slice(0, graphText.indexOf("\n"))) as { name: string }).name
+const starts: Array<number> = []
+for (let i = 0; i < 3; i++) starts.push(await startOnce(dataDir, firstName))
 console.log(
   `cli ${cli}; ${entities} entities; load average ${loadavg()
     .map((v) => v.toFixed(2))
@@ -161,6 +185,9 @@ console.log(
   `mnemos idle RSS ${mib(run.memory.rssBytes)} MiB (anonymous ${mib(run.memory.anonRssBytes)}, files ${mib(run.memory.fileRssBytes)}), peak ${mib(run.memory.peakRssBytes)}, warm in ${run.warmMs.toFixed(0)} ms`,
 )
 console.log(`official idle RSS ${mib(officialMemory.rssBytes)} MiB`)
+console.log(
+  `start (serve --stdio to the first open_nodes): median ${[...starts].sort((a, b) => a - b)[1]!.toFixed(0)} ms (${starts.map((ms) => ms.toFixed(0)).join(" / ")})`,
+)
 for (const [name, bytes] of run.mappings) console.log(`  ${name.padEnd(24)} ${mib(bytes).padStart(8)} MiB`)
 console.log(`search thread: ${JSON.stringify(run.thread)}`)
 console.log(`index: ${JSON.stringify(run.index)}`)
