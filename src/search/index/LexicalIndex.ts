@@ -1,8 +1,8 @@
 /**
  * Full-text search: an inverted index per field, scored by BM25F.
  *
- * Postings (term → documents) are one growable `Uint32Array` of document numbers per (field,
- * term id), about 4 bytes a posting (a general-purpose engine such as FlexSearch, used before,
+ * Postings (term → documents) are one growable list of document numbers per (field, term id), all
+ * of a field's lists in one pool (PostingLists.ts), about 4 bytes a posting (a general-purpose engine such as FlexSearch, used before,
  * cost about 1 KiB a document and most of a large index's load time). Beside them, what BM25
  * needs: each document's term frequencies per field (sorted term ids, binary-searched), document
  * frequencies and field lengths. Statistics are global over all stores, so scores from different
@@ -25,6 +25,7 @@
  * terms: scoring the 80,000 documents that say "error" would cost more than the query is worth.
  * The reference scan in the tests implements the same definition.
  */
+import { PostingLists } from "./PostingLists.ts"
 import { TopK } from "./TopK.ts"
 
 /** The indexed fields and their BM25F weights. */
@@ -66,8 +67,6 @@ const absent = -1
 export const termFrequencyMax = 65_535
 /** Stale postings are compacted away once they outnumber live ones and this. */
 export const stalePostingsBeforeCompactMin = 1 << 16
-/** A posting list's first capacity, in documents (lists grow by half again). */
-const postingsCapacityMin = 4
 
 /** Packs each field's term ids (in text order) into a `DocumentTerms`. */
 const packTerms = (fields: ReadonlyArray<ReadonlyArray<number>>): DocumentTerms => {
@@ -130,12 +129,6 @@ export type CompactWhen = (stalePostings: number, livePostings: number) => boole
 export const compactWhenStaleOutnumber: CompactWhen = (stale, live) =>
   stale > Math.max(stalePostingsBeforeCompactMin, live)
 
-/** Per field: for each term id, its documents (the first `lengths[id]` entries are used). */
-interface FieldPostings {
-  lists: Array<Uint32Array | undefined>
-  lengths: Uint32Array
-}
-
 /** A full-text hit: a document number and its BM25F score. */
 export interface LexicalHit {
   readonly num: number
@@ -151,10 +144,8 @@ export class LexicalIndex {
     this.compactWhen = compactWhen
   }
 
-  private readonly postings: Array<FieldPostings> = fullTextFields.map(() => ({
-    lists: [],
-    lengths: new Uint32Array(1024),
-  }))
+  /** Per field: for each term id, its documents. */
+  private readonly postings: Array<PostingLists> = fullTextFields.map(() => new PostingLists())
   private livePostings = 0
   private stalePostings = 0
   private readonly termIds = new Map<string, number>()
@@ -197,37 +188,19 @@ export class LexicalIndex {
         const grown = new Int32Array(this.df.length * 2)
         grown.set(this.df)
         this.df = grown
-        for (const field of this.postings) {
-          const lengths = new Uint32Array(this.df.length)
-          lengths.set(field.lengths)
-          field.lengths = lengths
-        }
       }
     }
     return id
   }
 
   private post(f: number, id: number, num: number): void {
-    const field = this.postings[f]!
-    const length = field.lengths[id]!
-    let list = field.lists[id]
-    if (list === undefined || length === list.length) {
-      const grown = new Uint32Array(Math.max(postingsCapacityMin, Math.ceil(length * 1.5)))
-      if (list !== undefined) grown.set(list)
-      list = grown
-      field.lists[id] = list
-    }
-    list[length] = num
-    field.lengths[id] = length + 1
+    this.postings[f]!.push(id, num)
     this.livePostings++
   }
 
   /** Rebuilds every posting list from the documents' terms (dropping stale postings). */
   private compact(): void {
-    for (const field of this.postings) {
-      field.lists = []
-      field.lengths.fill(0)
-    }
+    for (const field of this.postings) field.clear()
     this.livePostings = 0
     this.stalePostings = 0
     this.compactPool()
@@ -327,16 +300,18 @@ export class LexicalIndex {
    */
   private postingsOf(f: number, id: number, stores: ReadonlySet<string> | undefined): Array<number> {
     const field = this.postings[f]!
-    const list = field.lists[id]
+    const length = field.length(id)
     const out: Array<number> = []
-    if (list === undefined) return out
+    if (length === 0) return out
+    const list = field.items
+    const start = field.start(id)
     const walked = this.walked
     if (this.walkStamp === 0xffff_ffff) {
       walked.fill(0) // the stamps wrap: start again
       this.walkStamp = 0
     }
     const stamp = ++this.walkStamp
-    for (let i = 0; i < field.lengths[id]!; i++) {
+    for (let i = start; i < start + length; i++) {
       const num = list[i]!
       if (walked[num] === stamp) continue
       walked[num] = stamp
