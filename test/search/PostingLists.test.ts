@@ -52,6 +52,7 @@ describe("PostingLists", () => {
       lists.push(list, i)
       reference[list]!.push(i)
     }
-    reference.forEach((values, list) => assert.deepStrictEqual(contents(lists, list), values, `list ${list}`))
+    for (const [list, values] of reference.entries())
+      assert.deepStrictEqual(contents(lists, list), values, `list ${list}`)
   })
 })
