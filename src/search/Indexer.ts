@@ -26,7 +26,7 @@ import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
 import { type CommittedEvent, EventBus, isDomainEvent } from "../stores/EventBus.ts"
 import type { EmbedderConfig, EmbedderStatus } from "./embedding/Embedder.ts"
 import type { Reembedding } from "./embedding/ModelSwitch.ts"
-import type { CoreStats, SearchRequest } from "./index/IndexCore.ts"
+import type { CoreStats, SearchRequest, ThreadMemory } from "./index/IndexCore.ts"
 import type { AnySearchSource, GroupDocuments, SearchDocument } from "./index/SearchDocument.ts"
 import type { IndexStats, Timeline } from "./index/SearchIndex.ts"
 import type { SearchHit } from "./ranking/Ranking.ts"
@@ -65,6 +65,8 @@ export interface SearchHealth {
   readonly storageBytes: number
   /** Re-embedding after a model change, while it runs and once finished (until the next start). */
   readonly reembedding?: Reembedding
+  /** The heap of the thread the index runs in (the search thread's own, on a worker). */
+  readonly memory?: ThreadMemory
   /** Where the index lives: its own worker thread, the daemon's main thread, or nowhere yet (started on first need). */
   readonly thread: "worker" | "main" | "not started"
 }
@@ -437,6 +439,7 @@ export const makeIndexer = (config: IndexerConfig) =>
         index: core.index,
         storageBytes: core.storageBytes,
         ...(core.reembedding !== undefined ? { reembedding: core.reembedding } : {}),
+        ...(core.memory !== undefined ? { memory: core.memory } : {}),
         thread: thread === undefined ? "not started" : onWorker ? "worker" : "main",
       } satisfies SearchHealth
     })

@@ -347,6 +347,11 @@ export const formatStats = (health: SearchHealth) =>
     `- **Storage Size**: ${(health.storageBytes / 1024 / 1024).toFixed(2)} MB`,
     `- **Index**: ${health.state}, ${health.lagEvents} events behind, ${health.pendingEmbeddings} embeddings pending`,
     `- **Model**: ${health.embedder.state === "ready" ? `${health.embedder.modelId} (${health.embedder.dimensions}-d)` : health.embedder.state}`,
+    ...(health.memory !== undefined
+      ? [
+          `- **Search Memory**: ${(health.memory.heapUsedBytes / 1024 / 1024).toFixed(1)} MiB heap, ${(health.memory.arrayBuffersBytes / 1024 / 1024).toFixed(1)} MiB array buffers (${health.thread === "worker" ? "the search thread's own" : "shared with the daemon"})`,
+        ]
+      : []),
     ...(health.reembedding !== undefined
       ? [
           `- **Re-embedding**: ${health.reembedding.finished ? "done" : "in progress"}, ${health.reembedding.done} of ${health.reembedding.total} documents (${health.reembedding.from} → ${health.reembedding.to})${reembeddingMeanwhile(health.reembedding)}`,

@@ -3,14 +3,14 @@
  * A record removed in that window must be gone from the persisted index too, not only from memory:
  * the load skips a group an event replaced first, so nothing else would ever remove it.
  */
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { afterAll, assert, describe, it } from "vitest"
 import { layer as embedderLayer } from "../../src/search/embedding/Embedder.ts"
 import { makeIndexCore } from "../../src/search/index/IndexCore.ts"
-import type { SearchDocument } from "../../src/search/index/SearchDocument.ts"
+import { embeddingText, hashText, type SearchDocument } from "../../src/search/index/SearchDocument.ts"
 import { openLmdbPersistence } from "../../src/search/persistence/SearchPersistence.ts"
 import { writeTinyBert } from "./tinyModels.ts"
 
@@ -30,7 +30,57 @@ const note = (id: string, text: string): SearchDocument => ({
   fields: {},
 })
 
+/** Resident bytes of `file`'s mappings in this process (/proc/self/smaps). */
+const residentBytesOf = (file: string): number => {
+  let inFile = false
+  let bytes = 0
+  for (const line of readFileSync("/proc/self/smaps", "utf8").split("\n")) {
+    const header = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line)
+    if (header !== null) inFile = header[1] === file
+    else if (inFile) bytes += Number(/^Rss:\s+(\d+) kB$/.exec(line)?.[1] ?? 0) * 1024
+  }
+  return bytes
+}
+
 describe("the search index's warm start", () => {
+  it.skipIf(process.platform !== "linux")(
+    "lets go of the persisted file's pages it mapped once warm-up is over",
+    async () => {
+      const dataDir = mkdtempSync(join(tmpdir(), "mnemos-core-pages-"))
+      dirs.push(dataDir)
+      const modelDir = join(dataDir, "model")
+      mkdirSync(modelDir)
+      writeTinyBert(modelDir)
+      const path = join(dataDir, "search", "lmdb")
+      // 4,000 documents of about 1 KiB, with their vectors: nothing for warm-up to embed.
+      const seeded = openLmdbPersistence(path)
+      for (let i = 0; i < 4000; i++) {
+        const document = note(`n${i}`, `note ${i} `.repeat(100))
+        seeded.putDocument(`g${i}`, document)
+        seeded.putVector(document.id, hashText(embeddingText(document)), new Float32Array(16).fill(i / 4000))
+      }
+      await seeded.close()
+      const resident = await Effect.runPromise(
+        Effect.scoped(
+          Effect.gen(function* () {
+            const core = yield* makeIndexCore({ stores: ["notes"], dataDir })
+            yield* core.load
+            const loaded = residentBytesOf(join(path, "data.mdb"))
+            yield* core.embedMissing
+            const warm = residentBytesOf(join(path, "data.mdb"))
+            const found = (yield* core.documents(["n0", "n3999"])).map((document) => document?.id)
+            return { loaded, warm, found, stats: yield* core.stats }
+          }),
+        ).pipe(Effect.provide(embedderLayer({ model: { kind: "transformer", dir: modelDir }, worker: false }))),
+      )
+      assert.isAtLeast(resident.loaded, 2 * 1024 * 1024, "the load read the file through its map")
+      assert.isAtMost(resident.warm, 256 * 1024, "warm, the daemon holds next to none of it")
+      assert.deepStrictEqual(resident.found, ["n0", "n3999"])
+      assert.strictEqual(resident.stats.index.vectors, 4000)
+      assert.strictEqual(resident.stats.memory?.heapUsedBytes !== undefined, true, "stats report the thread's heap")
+    },
+  )
+
   it("removes from disk what an event removed while the persisted index was loading", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "mnemos-core-load-"))
     dirs.push(dataDir)

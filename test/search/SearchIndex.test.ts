@@ -209,6 +209,58 @@ describe("SearchIndex", () => {
     assert.isTrue(hits.length > 0 && hits.every((hit) => hit.document.text.includes("segfault")))
   })
 
+  it("answers as a brute-force scan while its term pool grows, and after the pool is rewritten without removed documents", () => {
+    // Documents with no terms leave no stale postings: their ranges alone make the pool rewrite.
+    const compactWhen = (stale: number, live: number) => stale > Math.max(64, live)
+    const index = new SearchIndex(compactWhen)
+    const random = fc.sample(fc.array(fc.constantFrom(...words), { minLength: 0, maxLength: 12 }), {
+      numRuns: 6000,
+      seed: 28,
+    })
+    const make = (i: number, round: number): SearchDocument => ({
+      id: `d${i}`,
+      store: i % 2 === 0 ? "alpha" : "beta",
+      project: "p",
+      kind: "note",
+      title: i % 5 === 0 ? "" : random[(i + round * 7) % random.length]!.slice(0, 3).join(" "),
+      text: i % 5 === 0 ? "" : random[(i * 3 + round) % random.length]!.join(" "),
+      at: now - i,
+    })
+    const live = new Map<string, SearchDocument>()
+    const check = (label: string) => {
+      for (const text of ["cache deploy", "the query timeout", "日本 café", "flaky test retry", "a"]) {
+        const query = { text, mode: "lexical" as const, filter: {}, limit: 30, now }
+        const view = (hit: { document: SearchDocument; score: number }) => [hit.document.id, hit.score]
+        assert.deepStrictEqual(
+          index.search(query).map(view),
+          bruteForceSearch([...live.values()], new Map(), query).map(view),
+          `${label}: ${text}`,
+        )
+      }
+    }
+    // 2,000 documents (far past the pool's first 4,096 numbers), then three rounds of updating
+    // and deleting most of them: stale ranges outnumber live ones, the pool is rewritten.
+    for (let i = 0; i < 2000; i++) {
+      const document = make(i, 0)
+      index.replaceGroup(document.store, document.id, [document])
+      live.set(document.id, document)
+    }
+    check("grown")
+    for (let round = 1; round <= 3; round++) {
+      for (let i = 0; i < 2000; i++) {
+        const document = make(i, round)
+        if ((i + round) % 3 === 0) {
+          index.replaceGroup(document.store, document.id, [])
+          live.delete(document.id)
+        } else {
+          index.replaceGroup(document.store, document.id, [document])
+          live.set(document.id, document)
+        }
+      }
+      check(`round ${round}`)
+    }
+  })
+
   it("ranks words in the title above the same words in the text, and folds plurals", () => {
     const index = new SearchIndex()
     const base = { store: "s", project: "p", kind: "note", at: now }

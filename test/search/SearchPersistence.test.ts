@@ -84,6 +84,32 @@ describe.each(layers)("SearchPersistence (%s)", (_, make) => {
     await second.close()
   })
 
+  it("reads and writes as before once its mapped pages are let go, writes made just before included", async () => {
+    const layer = make()
+    const first = layer.open()
+    first.putDocument("g1", document("a", "s", "one"))
+    first.putVector("a", "hash-a", Float32Array.of(0.5))
+    first.setSeq("s", 7) // written once the writes before it are committed
+    await first.releaseMappedPages()
+    assert.deepStrictEqual(
+      [...first.groups()].map((group) => group.documents.map((d) => d.id)),
+      [["a"]],
+    )
+    assert.strictEqual(first.vector("a")?.hash, "hash-a")
+    first.putDocument("g2", document("b", "s", "two"))
+    first.setSeq("s", 8)
+    await first.committed()
+    assert.deepStrictEqual(first.groupDocumentIds("s", "g2"), ["b"])
+    await first.close()
+    const second = layer.open()
+    assert.deepStrictEqual(
+      [...second.groups()].map((group) => group.group),
+      ["g1", "g2"],
+    )
+    assert.strictEqual(second.seq("s"), 8)
+    await second.close()
+  })
+
   it("keeps the next model's vectors apart until the switch, which makes them current at once", async () => {
     const layer = make()
     const first = layer.open()

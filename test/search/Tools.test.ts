@@ -92,6 +92,8 @@ describe("search tools", () => {
     assert.strictEqual(stats.structured.state, "warm")
     assert.strictEqual(stats.structured.index.documents, 5)
     assert.strictEqual(stats.structured.index.byStore.graph, 5)
+    assert.isAbove(stats.structured.memory.heapUsedBytes, 0, "the heap of the thread search runs in")
+    assert.match(stats.text, /Search Memory\*\*: [\d.]+ MiB heap, [\d.]+ MiB array buffers/)
   })
 
   it("omni_search filters by store, type and time; search_graph ranks entities", async () => {

@@ -20,6 +20,7 @@
  * are dropped and `embedMissing` re-embeds everything: searches are answered by words meanwhile,
  * and by meaning for what is re-embedded.
  */
+import { getHeapSpaceStatistics } from "node:v8"
 import { Clock, Duration, Effect, Scope, Semaphore } from "effect"
 import { Embedder, type EmbedderStatus } from "../embedding/Embedder.ts"
 import { type ModelSwitch, makeModelSwitch, previousModelConfig, type Reembedding } from "../embedding/ModelSwitch.ts"
@@ -66,6 +67,31 @@ export interface CoreStats {
   readonly seqs: Readonly<Record<string, number>>
   /** Set when this start found vectors of another model: how far re-embedding everything has got. */
   readonly reembedding?: Reembedding
+  /** The memory of the thread the index runs in (its own V8 heap on the search thread). */
+  readonly memory?: ThreadMemory
+}
+
+/** One thread's V8 heap and the buffers it holds, in bytes. */
+export interface ThreadMemory {
+  readonly heapUsedBytes: number
+  readonly heapTotalBytes: number
+  /** Array buffers' backing stores and other memory V8 objects hold outside the heap. */
+  readonly externalBytes: number
+  readonly arrayBuffersBytes: number
+  /** Used bytes per V8 heap space (old, new, code, large objects, ...). */
+  readonly spaces: Readonly<Record<string, number>>
+}
+
+/** The calling thread's heap, as `ThreadMemory`. */
+export const threadMemory = (): ThreadMemory => {
+  const usage = process.memoryUsage()
+  return {
+    heapUsedBytes: usage.heapUsed,
+    heapTotalBytes: usage.heapTotal,
+    externalBytes: usage.external,
+    arrayBuffersBytes: usage.arrayBuffers,
+    spaces: Object.fromEntries(getHeapSpaceStatistics().map((space) => [space.space_name, space.space_used_size])),
+  }
 }
 
 /** How the core is set up. */
@@ -305,7 +331,10 @@ export const makeIndexCore = (config: CoreConfig) =>
       return persistedSeqs
     })
 
-    /** Embeds every document still without a vector, in chunks (the end of warm-up). */
+    /**
+     * Embeds every document still without a vector, in chunks (the end of warm-up); then lets go of
+     * the persisted file's pages that the load and the reconciles mapped (SearchPersistence.ts).
+     */
     const embedMissing = Effect.gen(function* () {
       const missing = yield* locked(Effect.sync(() => index.missingVectors()))
       const progress = (done: number) => {
@@ -318,6 +347,7 @@ export const makeIndexCore = (config: CoreConfig) =>
         progress(Math.min(missing.length, start + embedChunkTexts * 4))
         yield* Effect.yieldNow
       }
+      yield* locked(Effect.promise(() => persistence.releaseMappedPages()))
     })
 
     /** Background work: documents that waited for the model, a step of re-embedding, one of the ANN index. */
@@ -365,6 +395,7 @@ export const makeIndexCore = (config: CoreConfig) =>
       index: index.stats(),
       storageBytes: persistence.sizeBytes(),
       seqs: Object.fromEntries(seqs),
+      memory: threadMemory(),
       ...(modelSwitch !== undefined
         ? { reembedding: modelSwitch.progress() }
         : reembedding !== undefined

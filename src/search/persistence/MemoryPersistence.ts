@@ -64,6 +64,7 @@ export const makeMemoryPersistence = (): SearchPersistence => {
     committed: async () => undefined,
     sizeBytes: () => 0,
     compact: async () => ({ bytesBefore: 0, bytesAfter: 0 }),
+    releaseMappedPages: async () => undefined,
     close: async () => undefined,
   }
 }

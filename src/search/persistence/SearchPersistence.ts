@@ -20,6 +20,11 @@
  * (with every earlier write committed before it), so a crash leaves one model's complete set or
  * the other's, never a mix. A slot no `nextModel` claims is emptied by `dropNextModel`.
  *
+ * A load reads every document and vector through LMDB's memory map, and the kernel maps the pages
+ * around each read too: at 100,000 entities (300,000 documents) the warm daemon kept 373 MiB of the
+ * file resident that nothing would read again. `releaseMappedPages` (at the end of warm-up) unmaps
+ * them; they stay in the page cache, the kernel's to drop, no longer in the daemon's resident set.
+ *
  * Keys: documents `store \0 group \0 id` → SearchDocument (so a scan yields whole groups);
  * vectors `id` → 14-byte content hash + float32 data; meta `seq \0 store`, `model` (its id),
  * `modelConfig` (where to load it), `nextModel` ({id, config}), `vectorsSlot` (0 or 1).
@@ -97,6 +102,12 @@ export interface SearchPersistence {
    * removed survives on disk. Nothing else may write meanwhile.
    */
   readonly compact: () => Promise<{ readonly bytesBefore: number; readonly bytesAfter: number }>
+  /**
+   * Lets go of the file's pages this process has mapped (every page a load read, and the pages
+   * around them): the environment is closed once every write so far is committed, and opened
+   * again. Nothing else may write meanwhile.
+   */
+  readonly releaseMappedPages: () => Promise<void>
   readonly close: () => Promise<void>
 }
 
@@ -390,6 +401,18 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
       rmSync(oldPath, { recursive: true, force: true })
       handles = openHandles(path)
       return { bytesBefore, bytesAfter: dirBytes(path) }
+    },
+    releaseMappedPages: async () => {
+      // Writes made while waiting (a store's sequence is written once the writes it covers are
+      // committed) are waited for too. After a failed commit the environment cannot be closed
+      // (see `compact`): its pages stay mapped.
+      let seen: Promise<unknown>
+      do {
+        seen = lastWrite
+        if ((await settled()) !== undefined) return
+      } while (seen !== lastWrite)
+      await handles.env.close()
+      handles = openHandles(path)
     },
     close: async () => {
       // After a failed commit lmdb-js never finishes closing (see `compact`); everything committed
