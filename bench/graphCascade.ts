@@ -15,6 +15,7 @@ import { join } from "node:path"
 import { Effect } from "effect"
 import { Router } from "../src/actors/Router.ts"
 import * as Engine from "../src/Engine.ts"
+import { countersOf } from "../src/graph/GraphQueries.ts"
 import { GraphSearch } from "../src/graph/GraphSearch.ts"
 import { graphStore } from "../src/graph/GraphStore.ts"
 import { type BenchSuite, round } from "./Table.ts"
@@ -47,13 +48,26 @@ const measure = (operation: Operation, entityCount: number) => {
         .map((name) => ({ name, entityType: "thing", observations: [`about ${name}`] }))
       yield* store.send({ _tag: "CreateEntities", project, entities })
     }
-    const relations = Array.from({ length: entityCount * relationsPerEntity }, (_, index) => ({
-      from: names[index % entityCount]!,
-      to: names[(index * 7919 + 13) % entityCount]!,
-      relationType: `kind-${index % relationsPerEntity}`,
-    }))
+    const relations = Array.from({ length: entityCount * relationsPerEntity }, (_, index) => {
+      // Round `round` of the entities' relations: a different target each round, so the
+      // (from, to, type) triples are distinct (the same target every round made a quarter of them).
+      const from = index % entityCount
+      const round = Math.floor(index / entityCount)
+      return {
+        from: names[from]!,
+        to: names[(from * 7919 + 13 + round * 2503) % entityCount]!,
+        relationType: `kind-${index % relationsPerEntity}`,
+      }
+    })
     for (let start = 0; start < relations.length; start += loadChunk)
       yield* store.send({ _tag: "CreateRelations", project, relations: relations.slice(start, start + loadChunk) })
+    const loaded = yield* store.read((view) => countersOf(view, project))
+    if (loaded.entities !== entityCount || loaded.relations !== relations.length)
+      return yield* Effect.die(
+        new Error(
+          `loaded ${loaded.entities} entities and ${loaded.relations} relations, not ${entityCount} and ${relations.length}`,
+        ),
+      )
     // search_nodes builds the project's read model, which the call then keeps current (as in use).
     yield* (yield* GraphSearch).searchNodes(project, "entity-1")
     // Let the loading's LMDB commits and indexing settle, so the call is measured alone.
@@ -70,6 +84,10 @@ const measure = (operation: Operation, entityCount: number) => {
       ? store.send({ _tag: "DeleteEntities", project, entityNames: names })
       : store.send({ _tag: "MergeEntities", project, target: names[0]!, sources: names.slice(1) })
     const callMs = performance.now() - started
+    const left = yield* store.read((view) => countersOf(view, project))
+    const expected = operation === "delete_entities" ? 0 : 1
+    if (left.entities !== expected)
+      return yield* Effect.die(new Error(`${operation} left ${left.entities} entities, not ${expected}`))
     // The commit after the answer (LMDB, read model, search indexer) stalls too: watch it a while.
     yield* Effect.sleep("1500 millis")
     clearInterval(probe)
