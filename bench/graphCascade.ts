@@ -5,6 +5,9 @@
  * the ratio shows how the cost grows (2 is linear). Also the longest the event loop went without a
  * turn while the call ran and for 1.5 s after, while its commit, the search_nodes read model and
  * the search indexer catch up (a 5 ms probe timer): what /ping and every other store waited at worst.
+ * And the CPU time the event loop's thread spent during the call (/proc, Linux): what the call costs,
+ * apart from what the machine's other work took from it (the development machine is shared; the
+ * call's time there has varied threefold on the same code).
  *
  * Target: the delete of 10,000 entities with 40,000 relations within 2 s on the development
  * machine (2 cores), and no event-loop stall of a second or more.
@@ -15,8 +18,10 @@ import { join } from "node:path"
 import { Effect } from "effect"
 import { Router } from "../src/actors/Router.ts"
 import * as Engine from "../src/Engine.ts"
+import { countersOf } from "../src/graph/GraphQueries.ts"
 import { GraphSearch } from "../src/graph/GraphSearch.ts"
 import { graphStore } from "../src/graph/GraphStore.ts"
+import { cpuMsOf } from "./ProcessStats.ts"
 import { type BenchSuite, round } from "./Table.ts"
 
 const relationsPerEntity = 4
@@ -30,6 +35,8 @@ interface Measured {
   readonly entities: number
   readonly relations: number
   readonly callMs: number
+  /** CPU time of the event loop's thread during the call (10 ms ticks); undefined off Linux. */
+  readonly mainThreadCpuMs: number | undefined
   /** The longest gap between two turns of the probe timer while the call ran (and its commit). */
   readonly stallMsMax: number
 }
@@ -47,13 +54,26 @@ const measure = (operation: Operation, entityCount: number) => {
         .map((name) => ({ name, entityType: "thing", observations: [`about ${name}`] }))
       yield* store.send({ _tag: "CreateEntities", project, entities })
     }
-    const relations = Array.from({ length: entityCount * relationsPerEntity }, (_, index) => ({
-      from: names[index % entityCount]!,
-      to: names[(index * 7919 + 13) % entityCount]!,
-      relationType: `kind-${index % relationsPerEntity}`,
-    }))
+    const relations = Array.from({ length: entityCount * relationsPerEntity }, (_, index) => {
+      // Round `round` of the entities' relations: a different target each round, so the
+      // (from, to, type) triples are distinct (the same target every round made a quarter of them).
+      const from = index % entityCount
+      const round = Math.floor(index / entityCount)
+      return {
+        from: names[from]!,
+        to: names[(from * 7919 + 13 + round * 2503) % entityCount]!,
+        relationType: `kind-${index % relationsPerEntity}`,
+      }
+    })
     for (let start = 0; start < relations.length; start += loadChunk)
       yield* store.send({ _tag: "CreateRelations", project, relations: relations.slice(start, start + loadChunk) })
+    const loaded = yield* store.read((view) => countersOf(view, project))
+    if (loaded.entities !== entityCount || loaded.relations !== relations.length)
+      return yield* Effect.die(
+        new Error(
+          `loaded ${loaded.entities} entities and ${loaded.relations} relations, not ${entityCount} and ${relations.length}`,
+        ),
+      )
     // search_nodes builds the project's read model, which the call then keeps current (as in use).
     yield* (yield* GraphSearch).searchNodes(project, "entity-1")
     // Let the loading's LMDB commits and indexing settle, so the call is measured alone.
@@ -65,15 +85,32 @@ const measure = (operation: Operation, entityCount: number) => {
       stallMsMax = Math.max(stallMsMax, now - lastTurn)
       lastTurn = now
     }, probeIntervalMs)
+    const mainThreadCpuBefore = cpuMsOf(process.pid, { mainThread: true })
     const started = performance.now()
     yield* operation === "delete_entities"
       ? store.send({ _tag: "DeleteEntities", project, entityNames: names })
       : store.send({ _tag: "MergeEntities", project, target: names[0]!, sources: names.slice(1) })
     const callMs = performance.now() - started
+    const mainThreadCpuAfter = cpuMsOf(process.pid, { mainThread: true })
+    const mainThreadCpuMs =
+      mainThreadCpuBefore === undefined || mainThreadCpuAfter === undefined
+        ? undefined
+        : mainThreadCpuAfter - mainThreadCpuBefore
+    const left = yield* store.read((view) => countersOf(view, project))
+    const expected = operation === "delete_entities" ? 0 : 1
+    if (left.entities !== expected)
+      return yield* Effect.die(new Error(`${operation} left ${left.entities} entities, not ${expected}`))
     // The commit after the answer (LMDB, read model, search indexer) stalls too: watch it a while.
     yield* Effect.sleep("1500 millis")
     clearInterval(probe)
-    return { operation, entities: entityCount, relations: relations.length, callMs, stallMsMax } satisfies Measured
+    return {
+      operation,
+      entities: entityCount,
+      relations: relations.length,
+      callMs,
+      mainThreadCpuMs,
+      stallMsMax,
+    } satisfies Measured
   }).pipe(
     Effect.provide(Engine.layer({ dataDir, command: "mnemos bench graphCascade" })),
     Effect.ensuring(Effect.sync(() => rmSync(dataDir, { recursive: true, force: true }))),
@@ -96,12 +133,13 @@ export const suite: BenchSuite = {
       tables: [
         {
           title: `one call, ${relationsPerEntity} relations per entity; stall = longest event-loop gap (${probeIntervalMs} ms probe) during the call and 1.5 s after`,
-          header: ["operation", "entities", "relations", "call ms", "stall ms max"],
+          header: ["operation", "entities", "relations", "call ms", "main-thread CPU ms", "stall ms max"],
           rows: runs.map((run) => [
             run.operation,
             run.entities,
             run.relations,
             round(run.callMs, 0),
+            run.mainThreadCpuMs === undefined ? "n/a" : round(run.mainThreadCpuMs, 0),
             round(run.stallMsMax, 0),
           ]),
         },

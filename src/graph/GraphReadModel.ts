@@ -14,7 +14,6 @@ import {
   type GraphEntityRecord,
   type GraphRelationRecord,
   relationKey,
-  relationKeyOfIncoming,
   relationsFrom,
   relationsInOrder,
   relationsTo,
@@ -128,7 +127,13 @@ export class ProjectReadModel {
     return { entities: found.map(({ entity }) => entity), relations }
   }
 
-  /** The relations `event` named, and every relation touching `rewired` before and now. */
+  /**
+   * The relations `event` named, and every relation touching `rewired` before and now. "Before" is
+   * the model's own adjacency. "Now" is read from the view only for a merge's target: a deleted or
+   * merged-away name has no relation left once the event is applied, and one given to it again by a
+   * later event is named by that event (its relations, or its merge, which reads its target), so
+   * reading the view for each of 10,000 deleted names found nothing at twice the cost of the rest.
+   */
   private affectedRelations(view: StoreView, event: GraphEvent, rewired: ReadonlyArray<string>): Set<string> {
     const keys = new Set<string>()
     if (event._tag === "RelationsCreated" || event._tag === "RelationsDeleted") {
@@ -142,8 +147,9 @@ export class ProjectReadModel {
         if (relation !== undefined)
           keys.add(relationKey(this.project, relation.from, relation.to, relation.relationType))
       }
+      if (event._tag !== "EntitiesMerged" || name !== event.target) continue
       for (const { key } of view.getRange(relationsFrom(this.project, name))) keys.add(key)
-      for (const { key } of view.getRange(relationsTo(this.project, name))) keys.add(relationKeyOfIncoming(key))
+      for (const { value } of view.getRange(relationsTo(this.project, name))) keys.add(value as string)
     }
     return keys
   }

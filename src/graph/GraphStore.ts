@@ -26,7 +26,6 @@ import {
   type ProjectCounters,
   projectKey,
   relationKey,
-  relationKeyOfIncoming,
   relationOrderKey,
   relationsFrom,
   relationsTo,
@@ -360,22 +359,46 @@ const addRelation = (state: StoreWriter, relation: GraphRelationRecord): boolean
   return true
 }
 
-const removeRelation = (state: StoreWriter, key: string): GraphRelationRecord | undefined => {
-  const relation = state.get(key) as GraphRelationRecord | undefined
-  if (relation === undefined) return undefined
+/** Removes a relation read from `state` (its record, under `key`) with its two index entries. */
+const removeRelationRecord = (state: StoreWriter, key: string, relation: GraphRelationRecord): void => {
   state.remove(key)
   state.remove(incomingKey(relation.project, relation.from, relation.to, relation.relationType))
   state.remove(relationOrderKey(relation.project, relation.order))
+}
+
+const removeRelation = (state: StoreWriter, key: string): GraphRelationRecord | undefined => {
+  const relation = state.get(key) as GraphRelationRecord | undefined
+  if (relation !== undefined) removeRelationRecord(state, key, relation)
   return relation
 }
 
-/** Every relation key with `name` at either end. */
-const relationKeysTouching = (state: StoreView, project: string, name: string): Array<string> => [
-  ...new Set([
-    ...[...state.getRange(relationsFrom(project, name))].map((entry) => entry.key),
-    ...[...state.getRange(relationsTo(project, name))].map((entry) => relationKeyOfIncoming(entry.key)),
-  ]),
-]
+/**
+ * Removes every relation with `name` at either end and gives them back, in the order the cascade
+ * has always taken them (it numbers a merge's rewired relations): outgoing in key order, then
+ * incoming in incoming-key order, a self-relation once (as outgoing). Costs what it removes: an
+ * outgoing relation's record comes with its range entry, an incoming one is read once by the key its
+ * index entry holds.
+ */
+const removeRelationsTouching = (state: StoreWriter, project: string, name: string): Array<GraphRelationRecord> => {
+  const outgoing = relationsFrom(project, name)
+  // Both ranges are read whole before anything in them is removed.
+  const fromEntries = Array.from(state.getRange(outgoing))
+  const toEntries = Array.from(state.getRange(relationsTo(project, name)))
+  const removed: Array<GraphRelationRecord> = []
+  for (const { key, value } of fromEntries) {
+    const relation = value as GraphRelationRecord
+    removeRelationRecord(state, key, relation)
+    removed.push(relation)
+  }
+  for (const { value } of toEntries) {
+    const key = value as string
+    // A self-relation is outgoing too, and already removed.
+    if (key.startsWith(outgoing.start)) continue
+    const relation = removeRelation(state, key)
+    if (relation !== undefined) removed.push(relation)
+  }
+  return removed
+}
 
 const apply = (event: GraphEvent, state: StoreWriter): void => {
   const { project } = event
@@ -442,7 +465,7 @@ const apply = (event: GraphEvent, state: StoreWriter): void => {
       let entities = 0
       let relations = 0
       for (const name of event.names) {
-        for (const key of relationKeysTouching(state, project, name)) if (removeRelation(state, key)) relations++
+        relations += removeRelationsTouching(state, project, name).length
         const entity = readEntity(state, project, name)
         if (entity === undefined) continue
         state.remove(entityKey(project, name))
@@ -472,8 +495,7 @@ const apply = (event: GraphEvent, state: StoreWriter): void => {
           known.add(observation.text)
           observations.push(observation)
         }
-        for (const key of relationKeysTouching(state, project, name)) {
-          const relation = removeRelation(state, key)!
+        for (const relation of removeRelationsTouching(state, project, name)) {
           relations--
           const from = relation.from === name ? event.target : relation.from
           const to = relation.to === name ? event.target : relation.to

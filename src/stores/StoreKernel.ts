@@ -867,7 +867,7 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
       if (appended === undefined) return Effect.void
       const { entries } = prepared
       incarnation.commits.enqueue(
-        prepared.overlay.changes(),
+        prepared.overlay.release(),
         appended.lastSeq,
         appended.payloadBytes,
         appended.position,

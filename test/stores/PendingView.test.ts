@@ -18,7 +18,8 @@ import {
   type StoreView,
 } from "../../src/stores/checkpoint/Checkpoint.ts"
 import { CommitQueue } from "../../src/stores/checkpoint/CommitQueue.ts"
-import { PendingView } from "../../src/stores/checkpoint/PendingView.ts"
+import { Overlay } from "../../src/stores/checkpoint/Overlay.ts"
+import { type ChangeSet, PendingView } from "../../src/stores/checkpoint/PendingView.ts"
 
 /** A committed state in memory, ranged like LMDB (start inclusive, end exclusive); counts pulls. */
 const memoryView = (entries: ReadonlyMap<string, unknown>) => {
@@ -52,6 +53,23 @@ const pendingBatches = (count: number) =>
   fc.array(fc.array(fc.tuple(key, fc.option(fc.integer(), { nil: undefined })), { maxLength: 6 }), {
     maxLength: count,
   })
+/** Per batch, whether it is handed over as a batch overlay's own index (`Overlay.release`). */
+const asChangeSets = fc.array(fc.boolean(), { minLength: 5, maxLength: 5 })
+
+const nothing: StoreView = { get: () => undefined, getRange: () => [], count: () => 0 }
+
+/** `batch` as the kernel hands it to the pending layer: a list, or an overlay's released index. */
+const handed = (batch: ReadonlyArray<Change>, asChangeSet: boolean): ReadonlyArray<Change> | ChangeSet => {
+  if (!asChangeSet) return batch
+  const overlay = new Overlay(nothing)
+  for (const [changedKey, value] of batch) {
+    if (value === undefined) overlay.remove(changedKey)
+    else overlay.put(changedKey, value)
+  }
+  const released = overlay.release()
+  assert.strictEqual(overlay.size, 0, "a released overlay keeps nothing")
+  return released
+}
 
 describe("PendingView ranges", () => {
   it("equal the committed state with the pending changes applied, for any range, direction and limit", () => {
@@ -59,16 +77,17 @@ describe("PendingView ranges", () => {
       fc.property(
         committedState,
         pendingBatches(4),
+        asChangeSets,
         key,
         key,
         fc.boolean(),
         fc.option(fc.nat({ max: 8 }), { nil: undefined }),
-        (committed, batches, a, b, reverse, limit) => {
+        (committed, batches, changeSets, a, b, reverse, limit) => {
           const base = new Map(Object.entries(committed))
           const pending = new PendingView(memoryView(base).view)
           const expected = new Map(base)
           batches.forEach((batch, index) => {
-            pending.add(batch as ReadonlyArray<Change>, index + 1)
+            pending.add(handed(batch as ReadonlyArray<Change>, changeSets[index]!), index + 1)
             for (const [changedKey, value] of batch) {
               if (value === undefined) expected.delete(changedKey)
               else expected.set(changedKey, value)
@@ -88,43 +107,49 @@ describe("PendingView ranges", () => {
     )
   })
 
-  it("after LMDB commits a prefix of the batches, reads still see every later pending change", () => {
+  it("after LMDB commits a prefix of the batches, reads still see every later pending change (batches given as lists or as an overlay's own index)", () => {
     fc.assert(
-      fc.property(committedState, pendingBatches(5), fc.nat({ max: 5 }), (committed, batches, committedBatches) => {
-        const base = new Map(Object.entries(committed))
-        const pending = new PendingView(memoryView(base).view)
-        const expected = new Map(base)
-        const applyTo = (state: Map<string, unknown>, batch: ReadonlyArray<Change>) => {
-          for (const [changedKey, value] of batch) {
-            if (value === undefined) state.delete(changedKey)
-            else state.set(changedKey, value)
+      fc.property(
+        committedState,
+        pendingBatches(5),
+        asChangeSets,
+        fc.nat({ max: 5 }),
+        (committed, batches, changeSets, committedBatches) => {
+          const base = new Map(Object.entries(committed))
+          const pending = new PendingView(memoryView(base).view)
+          const expected = new Map(base)
+          const applyTo = (state: Map<string, unknown>, batch: ReadonlyArray<Change>) => {
+            for (const [changedKey, value] of batch) {
+              if (value === undefined) state.delete(changedKey)
+              else state.set(changedKey, value)
+            }
           }
-        }
-        batches.forEach((batch, index) => {
-          pending.add(batch as ReadonlyArray<Change>, index + 1)
-          applyTo(expected, batch as ReadonlyArray<Change>)
-        })
-        // LMDB commits the first batches (the base now holds them), then the pending layer forgets them.
-        const through = Math.min(committedBatches, batches.length)
-        for (const batch of batches.slice(0, through)) applyTo(base, batch as ReadonlyArray<Change>)
-        pending.evictThrough(through)
-        for (const k of new Set([...Object.keys(committed), ...batches.flat().map(([k]) => k)])) {
-          assert.deepStrictEqual(pending.get(k), expected.get(k), `key ${k}`)
-        }
-        const all = [...pending.getRange({ start: "", end: "f" })].map((entry) => [entry.key, entry.value])
-        assert.deepStrictEqual(
-          all,
-          [...expected.keys()].sort().map((k) => [k, expected.get(k)]),
-        )
-        // Everything committed is gone from the pending layer; what is left is only later changes.
-        const later = new Set(
-          batches
-            .slice(through)
-            .flat()
-            .map(([k]) => k),
-        )
-        assert.isAtMost(pending.size, later.size)
-      }),
+          batches.forEach((batch, index) => {
+            pending.add(handed(batch as ReadonlyArray<Change>, changeSets[index]!), index + 1)
+            applyTo(expected, batch as ReadonlyArray<Change>)
+          })
+          // LMDB commits the first batches (the base now holds them), then the pending layer forgets them.
+          const through = Math.min(committedBatches, batches.length)
+          for (const batch of batches.slice(0, through)) applyTo(base, batch as ReadonlyArray<Change>)
+          pending.evictThrough(through)
+          for (const k of new Set([...Object.keys(committed), ...batches.flat().map(([k]) => k)])) {
+            assert.deepStrictEqual(pending.get(k), expected.get(k), `key ${k}`)
+          }
+          const all = [...pending.getRange({ start: "", end: "f" })].map((entry) => [entry.key, entry.value])
+          assert.deepStrictEqual(
+            all,
+            [...expected.keys()].sort().map((k) => [k, expected.get(k)]),
+          )
+          // Everything committed is gone from the pending layer; what is left is only later changes.
+          const later = new Set(
+            batches
+              .slice(through)
+              .flat()
+              .map(([k]) => k),
+          )
+          assert.isAtMost(pending.size, later.size)
+        },
+      ),
       { numRuns: 500 },
     )
   })

@@ -20,7 +20,7 @@
  * writes (the log still holds every acknowledged one) and `drain` does not wait for the disk.
  */
 import { type Change, type Checkpoint, DiskFullError } from "./Checkpoint.ts"
-import type { PendingView } from "./PendingView.ts"
+import type { ChangeSet, PendingView } from "./PendingView.ts"
 
 /** How often a commit refused by a full disk is tried again. */
 export const diskFullRetryMs = 1000
@@ -66,9 +66,11 @@ export class CommitQueue {
    * Makes a batch (`bytes` of WAL payload) visible to readers and schedules its LMDB commit, which
    * records `seq` (and a shared log's `position`) as applied.
    */
-  enqueue(changes: ReadonlyArray<Change>, seq: number, bytes: number, position?: number): void {
+  enqueue(changes: ReadonlyArray<Change> | ChangeSet, seq: number, bytes: number, position?: number): void {
     this.view.add(changes, ++this.enqueued)
-    for (const change of changes) this.queued.push(change)
+    const list = "list" in changes ? changes.list : changes
+    if (this.queued.length === 0) this.queued = list.slice()
+    else for (const change of list) this.queued.push(change)
     this.queuedBytes += bytes
     this.queuedSeq = seq
     if (position !== undefined) this.queuedPosition = position
