@@ -330,6 +330,9 @@ export const makeStore = <Command, Event, Reply, Failure>(
         if (kernel.shared) {
           const notWriter = options.writeGate?.()
           if (notWriter !== undefined) return yield* Deferred.fail(control.reply, storeError("NotWriter", notWriter))
+          // Compacted from the newest stream: one another daemon made may not have been noticed yet.
+          yield* Effect.exit(serving.incarnation.wal.shared!.refreshGeneration())
+          yield* followGeneration(serving)
           const compacted = yield* Effect.exit(kernel.compactShared(serving.incarnation, now))
           if (Exit.isSuccess(compacted)) {
             replaceIncarnation(serving, compacted.value.incarnation)

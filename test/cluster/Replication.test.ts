@@ -67,7 +67,7 @@ const caughtUp = (store: Kv, last: () => number) =>
     const health = store.health()
     return yield* Effect.die(
       new Error(
-        `replica stuck at ${health.wal?.position} of ${last()} (state ${health.state}${health.lastError ? `: ${health.lastError}` : ""})`,
+        `replica stuck at ${health.wal?.position} of ${last()} (state ${health.state}${health.lastError ? `: ${health.lastError}` : ""}; restarts ${health.restarts}, log ${JSON.stringify(health.wal)})`,
       ),
     )
   })

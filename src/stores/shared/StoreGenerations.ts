@@ -18,6 +18,7 @@
  * records the generation it has switched to under `<store>.<daemon>`, which the holder waits for
  * before it deletes the sealed stream.
  */
+import { JetStreamApiError } from "@nats-io/jetstream"
 import { type KV, type KvEntry, Kvm } from "@nats-io/kv"
 import type { Nats } from "./Nats.ts"
 
@@ -63,24 +64,56 @@ const parse = (entry: KvEntry | null): Generation => {
   }
 }
 
-const buckets = new WeakMap<object, Promise<KV>>()
+const readBuckets = new WeakMap<object, Promise<KV>>()
+const writeBuckets = new WeakMap<object, Promise<KV>>()
+const bucketName = (nats: Nats["Service"]) => `${nats.settings.prefix}_generations`
 
-/** The bucket of `nats`'s memory (created the first time, shared by every store of the daemon). */
-const bucketOf = (nats: Nats["Service"]): Promise<KV> => {
-  let bucket = buckets.get(nats)
+/**
+ * The bucket of `nats`'s memory, to read: bound without asking the servers, and not created — a
+ * memory never compacted has none, and opening a store then costs no request and no stream.
+ */
+const readBucketOf = (nats: Nats["Service"]): Promise<KV> => {
+  let bucket = readBuckets.get(nats)
   if (bucket === undefined) {
-    const kvm = new Kvm(nats.jetstream)
-    const name = `${nats.settings.prefix}_generations`
-    bucket = kvm.create(name, { history: 1, replicas: nats.replicas }).catch(() => kvm.open(name))
-    bucket.catch(() => buckets.delete(nats))
-    buckets.set(nats, bucket)
+    bucket = new Kvm(nats.jetstream).open(bucketName(nats))
+    bucket.catch(() => readBuckets.delete(nats))
+    readBuckets.set(nats, bucket)
   }
   return bucket
 }
 
+/** The bucket, to write: created the first time (by the first compaction). */
+const writeBucketOf = (nats: Nats["Service"]): Promise<KV> => {
+  let bucket = writeBuckets.get(nats)
+  if (bucket === undefined) {
+    const kvm = new Kvm(nats.jetstream)
+    bucket = kvm
+      .create(bucketName(nats), { history: 1, replicas: nats.replicas })
+      .catch(() => kvm.open(bucketName(nats)))
+    bucket.catch(() => writeBuckets.delete(nats))
+    writeBuckets.set(nats, bucket)
+  }
+  return bucket
+}
+
+/** The bucket does not exist (yet): no store of the memory was ever compacted. */
+const isMissing = (error: unknown) =>
+  (error instanceof JetStreamApiError && error.code === 10059) ||
+  (error instanceof Error && /stream not found/i.test(error.message))
+
+/** The entry of `key`, `null` when it or the bucket does not exist. */
+const entryOf = async (nats: Nats["Service"], key: string): Promise<KvEntry | null> => {
+  try {
+    return await (await readBucketOf(nats)).get(key)
+  } catch (error) {
+    if (isMissing(error)) return null
+    throw error
+  }
+}
+
 /** `store`'s generation now. */
 export const currentGeneration = async (nats: Nats["Service"], store: string): Promise<Generation> =>
-  parse(await (await bucketOf(nats)).get(store))
+  parse(await entryOf(nats, store))
 
 /** The stream that holds `store` now. */
 export const currentStreamOf = async (nats: Nats["Service"], store: string): Promise<string> =>
@@ -96,7 +129,7 @@ export const advanceGeneration = async (
   from: Generation,
   retiredSalt: number,
 ): Promise<Generation | undefined> => {
-  const bucket = await bucketOf(nats)
+  const bucket = await writeBucketOf(nats)
   const next = {
     generation: from.generation + 1,
     retired: [...from.retired, retiredSalt].slice(-retiredGenerationsMax),
@@ -114,12 +147,12 @@ export const advanceGeneration = async (
 
 /** Records that this daemon serves `store` from `generation`'s stream. */
 export const recordSwitched = async (nats: Nats["Service"], store: string, generation: number): Promise<void> => {
-  await (await bucketOf(nats)).put(`${store}.${nats.settings.daemonId}`, JSON.stringify(generation))
+  await (await writeBucketOf(nats)).put(`${store}.${nats.settings.daemonId}`, JSON.stringify(generation))
 }
 
 /** The generation `daemon` last recorded for `store` (-1: none). */
 export const switchedGeneration = async (nats: Nats["Service"], store: string, daemon: string): Promise<number> => {
-  const entry = await (await bucketOf(nats)).get(`${store}.${daemon}`)
+  const entry = await entryOf(nats, `${store}.${daemon}`)
   if (entry === null || entry.operation !== "PUT") return -1
   try {
     const value = JSON.parse(new TextDecoder().decode(entry.value)) as unknown
@@ -129,13 +162,16 @@ export const switchedGeneration = async (nats: Nats["Service"], store: string, d
   }
 }
 
-/** Calls `onChange` with `store`'s generation whenever its pointer changes; answers a stop. */
+/**
+ * Calls `onChange` with `store`'s generation whenever its pointer changes; answers a stop. Fails
+ * when the bucket does not exist yet (the caller looks again later: `currentGeneration`).
+ */
 export const watchGeneration = async (
   nats: Nats["Service"],
   store: string,
   onChange: (generation: Generation) => void,
 ): Promise<() => void> => {
-  const watcher = await (await bucketOf(nats)).watch({ key: store })
+  const watcher = await (await readBucketOf(nats)).watch({ key: store })
   void (async () => {
     for await (const entry of watcher) onChange(parse(entry))
   })().catch(() => undefined)

@@ -306,11 +306,30 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
     settleWaiters()
     wake()
   }
-  const stopWatching = await watchGeneration(nats, store, noteGeneration).catch(() => () => undefined)
-  // Watches can miss a change across a reconnect: the pointer is read again now and then.
+  // The watch needs the bucket, which the first compaction of the memory creates: until it exists
+  // (and across a reconnect, which a watch can miss a change over), the pointer is read now and then.
+  let stopWatching: (() => void) | undefined
+  let watching = false
+  const watchPointer = async () => {
+    if (watching) return
+    watching = true
+    await watchGeneration(nats, store, noteGeneration).then(
+      (stop) => {
+        if (closed) stop()
+        else stopWatching = stop
+      },
+      () => {
+        watching = false
+      },
+    )
+  }
+  if (pointer.revision > 0) await watchPointer()
   const pointerCheck = setInterval(() => {
     void currentGeneration(nats, store)
-      .then(noteGeneration)
+      .then(async (latest) => {
+        noteGeneration(latest)
+        if (stopWatching === undefined && latest.revision > 0) await watchPointer()
+      })
       .catch(() => undefined)
   }, lagCheckMs)
   pointerCheck.unref()
@@ -500,6 +519,7 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
     position: () => position,
     generation,
     movedTo: () => movedTo,
+    refreshGeneration: () => toWal(async () => noteGeneration(await currentGeneration(nats, store))),
     seal: () =>
       toWal(async () => {
         const latest = await nats.manager.streams.info(name)
@@ -558,7 +578,7 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
         closed = true
         clearInterval(watchdog)
         clearInterval(pointerCheck)
-        stopWatching()
+        stopWatching?.()
         current?.stop()
       }),
     batchBytesMax,

@@ -90,6 +90,8 @@ export interface SharedLog {
   readonly generation: number
   /** Set once the store's pointer names a newer generation: the store is to be reopened from it. */
   readonly movedTo: () => number | undefined
+  /** Reads the store's pointer now (it is otherwise watched, or read every few seconds): `movedTo` is current after. */
+  readonly refreshGeneration: () => Effect.Effect<void, WalError>
   /** Seals the stream: nothing more can be appended to it, by any daemon. Answers its last position. */
   readonly seal: () => Effect.Effect<number, WalError>
   /**
