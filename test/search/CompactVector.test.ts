@@ -5,6 +5,7 @@
  */
 import { assert, describe, it } from "vitest"
 import { compactDot, compactVector, expandVector, vectorCodeMax } from "../../src/search/index/CompactVector.ts"
+import { SearchIndex } from "../../src/search/index/SearchIndex.ts"
 import { VectorIndex } from "../../src/search/index/VectorIndex.ts"
 
 const dimensions = 100
@@ -45,12 +46,18 @@ describe("CompactVector", () => {
     assert.strictEqual(compactDot(codes, 0, peak, oneHot), 1)
   })
 
-  it("holds a vector in about a quarter of float32's bytes", () => {
-    const index = new VectorIndex()
-    for (let num = 0; num < 1024; num++) index.set(num, unit())
+  it("holds a vector in about a quarter of float32's bytes, and the index's stats say how many", () => {
+    const vectors = new VectorIndex()
+    for (let num = 0; num < 1024; num++) vectors.set(num, unit())
     // 1,024 slots: 100 codes, a 4-byte peak and a presence byte each (float32 took 401).
-    assert.strictEqual(index.bytes, 1024 * (dimensions + 4 + 1))
-    assert.isBelow(index.bytes / 1024, (dimensions * Float32Array.BYTES_PER_ELEMENT) / 3.5)
+    assert.strictEqual(vectors.bytes, 1024 * (dimensions + 4 + 1))
+    assert.isBelow(vectors.bytes / 1024, (dimensions * Float32Array.BYTES_PER_ELEMENT) / 3.5)
+    const index = new SearchIndex()
+    const at = 1_700_000_000_000
+    const document = { id: "a", store: "s", project: "p", kind: "note", title: "", text: "alpha", at }
+    for (const pending of index.replaceGroup("s", "g", [document])) index.setVector(pending.id, pending.hash, unit())
+    // The slab starts with room for 1,024 vectors.
+    assert.strictEqual(index.stats().vectorBytes, 1024 * (dimensions + 4 + 1))
   })
 
   it("ranks a fixed corpus as float32 scoring does, its similarities within the codes' bound", () => {

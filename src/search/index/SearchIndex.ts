@@ -71,6 +71,8 @@ export interface IndexStats {
   readonly byKind: Record<string, number>
   readonly annReady: boolean
   readonly annBacklog: number
+  /** Bytes the vectors searches use take in memory (the slab's capacity: CompactVector.ts). */
+  readonly vectorBytes: number
 }
 
 /** One side of a timeline. */
@@ -413,6 +415,7 @@ export class SearchIndex {
       byKind: Object.fromEntries(this.counts.kind),
       annReady: this.live.annReady,
       annBacklog: this.live.annBacklogSize,
+      vectorBytes: this.live.bytes,
     }
   }
 }
