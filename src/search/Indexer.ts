@@ -133,6 +133,7 @@ const idleStats: CoreStats = {
     byKind: {},
     annReady: false,
     annBacklog: 0,
+    vectorBytes: 0,
   },
   storageBytes: 0,
   seqs: {},

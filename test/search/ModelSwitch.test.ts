@@ -20,6 +20,7 @@ import { afterAll, assert, beforeAll, describe, it } from "vitest"
 import { layer as embedderLayer } from "../../src/search/embedding/Embedder.ts"
 import { loadEncoder } from "../../src/search/embedding/EncoderLoader.ts"
 import type { SentenceEncoder } from "../../src/search/embedding/SentenceEncoder.ts"
+import { compactDot, compactVector } from "../../src/search/index/CompactVector.ts"
 import { type IndexCore, makeIndexCore } from "../../src/search/index/IndexCore.ts"
 import { embeddingText, type SearchDocument } from "../../src/search/index/SearchDocument.ts"
 import { openLmdbPersistence } from "../../src/search/persistence/SearchPersistence.ts"
@@ -81,9 +82,11 @@ const withCore = <A>(dataDir: string, modelDir: string, use: (core: IndexCore) =
     ).pipe(Effect.provide(embedderLayer({ model: { kind: "transformer", dir: modelDir }, worker: false }))),
   )
 
+/** Similarity of query `a` to record `b` as the index scores it: the record's vector held compactly. */
 const cosine = async (encoder: SentenceEncoder, a: string, b: string) => {
   const [x, y] = await encoder.encode([a, b])
-  return x!.reduce((sum, value, i) => sum + value * y![i]!, 0)
+  const { codes, peak } = compactVector(y!)
+  return compactDot(codes, 0, peak, x!)
 }
 
 /**

@@ -2,9 +2,11 @@
  * Nearest neighbours above the exact-scan bound: usearch's exact search while the HNSW index is
  * being built, then the HNSW index itself, both checked against a brute-force scan; a selective
  * filter falls back to an exact scan and is exact again. Small dimensions keep it quick. Below
- * `annVectorsMin` no HNSW index is built at all: the exact search answers.
+ * `annVectorsMin` no HNSW index is built at all: the exact search answers. The reference scores the
+ * vectors as the index holds them (CompactVector.ts).
  */
 import { assert, describe, it } from "vitest"
+import { compactDot, compactVector } from "../../src/search/index/CompactVector.ts"
 import { annVectorsMin, exactVectorsMax, VectorIndex } from "../../src/search/index/VectorIndex.ts"
 
 const dimensions = 16
@@ -20,6 +22,11 @@ const unit = () => {
   const norm = Math.hypot(...values)
   return Float32Array.from(values, (value) => value / norm)
 }
+/** The similarity the index computes: the stored (compact) vector against the float32 query. */
+const held = (vector: Float32Array, query: Float32Array) => {
+  const { codes, peak } = compactVector(vector)
+  return compactDot(codes, 0, peak, query)
+}
 
 describe("VectorIndex above the exact-scan bound", () => {
   const count = exactVectorsMax + 500
@@ -32,7 +39,7 @@ describe("VectorIndex above the exact-scan bound", () => {
   const byNum = (a: number, b: number) => a - b
   const exact = (query: Float32Array, accept: (num: number) => boolean, limit: number) =>
     vectors
-      .map((vector, num) => ({ num, similarity: vector.reduce((sum, value, i) => sum + value * query[i]!, 0) }))
+      .map((vector, num) => ({ num, similarity: held(vector, query) }))
       .filter((hit) => hit.num !== 7 && accept(hit.num))
       .sort((a, b) => b.similarity - a.similarity || a.num - b.num)
       .slice(0, limit)
@@ -58,14 +65,10 @@ describe("VectorIndex above the exact-scan bound", () => {
         exact(query, () => true, 10),
       )
     assert.isAtLeast(after / queries.length, 0.9)
-    // The HNSW index holds half-precision copies; the similarities answered are the exact ones.
+    // The HNSW index holds half-precision copies; the similarities answered are the slab's.
     for (const query of queries.slice(0, 5))
       for (const hit of index.search(query, () => true, 10, -1, byNum))
-        assert.closeTo(
-          hit.similarity,
-          vectors[hit.num]!.reduce((sum, value, i) => sum + value * query[i]!, 0),
-          1e-5,
-        )
+        assert.strictEqual(hit.similarity, held(vectors[hit.num]!, query))
     // A removed vector is never returned.
     assert.isFalse(index.search(vectors[7]!, () => true, 5, -1, byNum).some((hit) => hit.num === 7))
   })
@@ -119,7 +122,7 @@ describe("VectorIndex below the HNSW bound", () => {
     for (let q = 0; q < 10; q++) {
       const query = unit()
       const expected = vectors
-        .map((vector, num) => ({ num, similarity: vector.reduce((sum, value, i) => sum + value * query[i]!, 0) }))
+        .map((vector, num) => ({ num, similarity: held(vector, query) }))
         .sort((a, b) => b.similarity - a.similarity || a.num - b.num)
         .slice(0, 5)
         .map((hit) => hit.num)

@@ -1,8 +1,10 @@
 /**
  * The reference: search by brute force over a plain list of documents and vectors, written from
  * the ranking definitions (LexicalIndex.ts, Ranking.ts), sharing only their formulas. The index
- * must answer exactly what this scan answers.
+ * must answer exactly what this scan answers. Vectors are scored as the index holds them: compacted
+ * to int8 codes and a peak (CompactVector.ts), against the float32 query.
  */
+import { compactVector, vectorCodeMax } from "../../src/search/index/CompactVector.ts"
 import {
   bm25Field,
   fieldWeights,
@@ -73,8 +75,10 @@ export const bruteForceSearch = (
     for (const document of documents) {
       const vector = vectors.get(document.id)
       if (vector === undefined || !passes(query.filter, document)) continue
-      let similarity = 0
-      for (let i = 0; i < query.vector.length; i++) similarity += vector[i]! * query.vector[i]!
+      const { codes, peak } = compactVector(vector)
+      let sum = 0
+      for (let i = 0; i < query.vector.length; i++) sum += codes[i]! * query.vector[i]!
+      const similarity = (sum * peak) / vectorCodeMax
       if (similarity >= semanticSimilarityMin) semantic.push({ document, similarity })
     }
   semantic.sort((a, b) => b.similarity - a.similarity || byId(a.document.id, b.document.id))

@@ -26,6 +26,7 @@ import {
   semanticSimilarityWindow,
 } from "../ranking/Ranking.ts"
 import type { TermAligner } from "../ranking/TermAlignment.ts"
+import type { CompactVector } from "./CompactVector.ts"
 import { type CompactWhen, fullTextFields, LexicalIndex } from "./LexicalIndex.ts"
 import { embeddingText, hashText, type SearchDocument } from "./SearchDocument.ts"
 import { fullTextTerms } from "./Tokenizer.ts"
@@ -70,6 +71,8 @@ export interface IndexStats {
   readonly byKind: Record<string, number>
   readonly annReady: boolean
   readonly annBacklog: number
+  /** Bytes the vectors searches use take in memory (the slab's capacity: CompactVector.ts). */
+  readonly vectorBytes: number
 }
 
 /** One side of a timeline. */
@@ -124,7 +127,7 @@ export class SearchIndex {
     return this.byId.get(id)?.document
   }
 
-  /** The stored vector of `id`. */
+  /** The stored vector of `id`, as float32 (within half a code of what was set: CompactVector.ts). */
   vectorOf(id: string): Float32Array | undefined {
     const entry = this.byId.get(id)
     return entry === undefined ? undefined : this.live.get(entry.num)
@@ -220,12 +223,13 @@ export class SearchIndex {
         if (!this.isEmbedded(existing.num)) pending.push({ id: document.id, hash, text })
         continue
       }
-      let vector: Float32Array | undefined
-      let nextVector: Float32Array | undefined
+      // Moved in their compact form: nothing to expand and compact again.
+      let vector: Float32Array | CompactVector | undefined
+      let nextVector: Float32Array | CompactVector | undefined
       if (existing !== undefined) {
         if (existing.hash === hash) {
-          vector = this.withoutVector.has(existing.num) ? noVector : this.live.get(existing.num)
-          nextVector = this.next?.without.has(existing.num) ? noVector : this.next?.vectors.get(existing.num)
+          vector = this.withoutVector.has(existing.num) ? noVector : this.live.getCompact(existing.num)
+          nextVector = this.next?.without.has(existing.num) ? noVector : this.next?.vectors.getCompact(existing.num)
         }
         if (existing.groupKey !== key) this.remove(document.id)
         else this.removeEntry(existing)
@@ -251,8 +255,8 @@ export class SearchIndex {
     return this.live.has(num) || this.withoutVector.has(num)
   }
 
-  private putVector(num: number, vector: Float32Array) {
-    if (vector.length === 0) {
+  private putVector(num: number, vector: Float32Array | CompactVector) {
+    if (vector instanceof Float32Array && vector.length === 0) {
       this.live.remove(num)
       this.withoutVector.add(num)
     } else {
@@ -261,9 +265,9 @@ export class SearchIndex {
     }
   }
 
-  private putNextVector(num: number, vector: Float32Array) {
+  private putNextVector(num: number, vector: Float32Array | CompactVector) {
     if (this.next === undefined) return
-    if (vector.length === 0) {
+    if (vector instanceof Float32Array && vector.length === 0) {
       this.next.vectors.remove(num)
       this.next.without.add(num)
     } else {
@@ -411,6 +415,7 @@ export class SearchIndex {
       byKind: Object.fromEntries(this.counts.kind),
       annReady: this.live.annReady,
       annBacklog: this.live.annBacklogSize,
+      vectorBytes: this.live.bytes,
     }
   }
 }

@@ -1,20 +1,31 @@
 /**
  * Nearest neighbours of unit-length vectors, by cosine (= dot product).
  *
- * Vectors live in one Float32Array slab indexed by document number. Up to `exactVectorsMax`
- * vectors, a query is an exact scan in JavaScript (a few milliseconds at most, and the same
- * arithmetic as the reference scan in the tests). Above it, usearch's SIMD exact search over the
- * slab finds the candidates (about 5 ms a query per 100,000 100-d vectors on one core). Only from
+ * Vectors live in a slab indexed by document number, in their compact form (CompactVector.ts: a
+ * signed byte a dimension and a float32 peak per vector, about a quarter of float32's bytes); search's
+ * LMDB keeps them as float32. Up to `exactVectorsMax` vectors, a query is an exact scan in
+ * JavaScript over the codes (a few milliseconds at most, and the same arithmetic as the reference
+ * scan in the tests). Above it, usearch's SIMD exact search over the codes (cosine, which the
+ * per-vector peaks do not change) finds the candidates (about 5 ms a query per 100,000 100-d
+ * vectors on one core). Only from
  * `annVectorsMin` on is an HNSW index (usearch, its copy of the vectors in half precision) built,
  * in the background; it is not persisted, so below that size it would cost every start a minute
  * or more of CPU (about 80 s for the 220,000 documents of the footprint benchmark's 100,000
- * records, on a 2-core EPYC) to save a few milliseconds a query. Either way each candidate's similarity is computed again from the slab,
- * as the exact scan computes it.
+ * records, on a 2-core EPYC) to save a few milliseconds a query. Either way each candidate's
+ * similarity is computed again from the slab, as the exact scan computes it.
  * Filters are applied to an oversampled candidate list; when too few candidates survive a
  * selective filter, the filtered documents are scanned exactly instead.
  */
 import { createRequire } from "node:module"
 import type { MetricKind, ScalarKind } from "usearch"
+import {
+  type CompactVector,
+  compactDot,
+  compactVector,
+  compactVectorBytes,
+  expandVector,
+  vectorCodeMax,
+} from "./CompactVector.ts"
 import { TopK } from "./TopK.ts"
 
 type Usearch = typeof import("usearch")
@@ -52,13 +63,6 @@ export interface VectorHit {
   readonly similarity: number
 }
 
-/** Dot product of two vectors of the same length. */
-export const dot = (a: Float32Array, aOffset: number, b: Float32Array): number => {
-  let sum = 0
-  for (let i = 0; i < b.length; i++) sum += a[aOffset + i]! * b[i]!
-  return sum
-}
-
 /** The vectors of every document that has one. */
 export class VectorIndex {
   /** `annVectorsMin`: when an HNSW index is worth building (tests lower it). */
@@ -68,7 +72,10 @@ export class VectorIndex {
     this.annMin = annMin
   }
 
-  private slab: Float32Array = new Float32Array(0)
+  /** `dimensions` codes per document number (CompactVector.ts), zero where there is no vector. */
+  private codes: Int8Array = new Int8Array(0)
+  /** The peak of each document number's codes (0 where there is no vector). */
+  private peaks: Float32Array = new Float32Array(0)
   private present: Uint8Array = new Uint8Array(0)
   /** Set by the first vector (0 until then): the model decides it. */
   dimensions = 0
@@ -97,32 +104,49 @@ export class VectorIndex {
     return this.present[num] === 1
   }
 
-  /** The stored vector of `num` (a copy). */
+  /** Bytes the slab holds in memory (its capacity, not only the vectors present). */
+  get bytes(): number {
+    return this.present.length * (compactVectorBytes(this.dimensions) + Uint8Array.BYTES_PER_ELEMENT)
+  }
+
+  /** The vector of `num` as float32 (a copy; each component within half a code of what was set). */
   get(num: number): Float32Array | undefined {
-    return this.has(num) ? this.slab.slice(num * this.dimensions, (num + 1) * this.dimensions) : undefined
+    const stored = this.getCompact(num)
+    return stored === undefined ? undefined : expandVector(stored.codes, stored.peak)
+  }
+
+  /** The stored form of `num`'s vector (a copy): `set` it again and nothing is lost. */
+  getCompact(num: number): CompactVector | undefined {
+    if (!this.has(num)) return undefined
+    return { codes: this.codes.slice(num * this.dimensions, (num + 1) * this.dimensions), peak: this.peaks[num]! }
   }
 
   private grow(num: number) {
     if (num < this.present.length) return
     let capacity = Math.max(1024, this.present.length)
     while (capacity <= num) capacity *= 2
-    const slab = new Float32Array(capacity * this.dimensions)
-    slab.set(this.slab)
+    const codes = new Int8Array(capacity * this.dimensions)
+    codes.set(this.codes)
+    const peaks = new Float32Array(capacity)
+    peaks.set(this.peaks)
     const present = new Uint8Array(capacity)
     present.set(this.present)
-    this.slab = slab
+    this.codes = codes
+    this.peaks = peaks
     this.present = present
   }
 
-  /** Sets (or replaces) the vector of `num`. */
-  set(num: number, vector: Float32Array): void {
-    if (this.dimensions === 0) this.dimensions = vector.length
-    if (vector.length !== this.dimensions)
-      throw new Error(`vector of ${vector.length} dims, expected ${this.dimensions}`)
+  /** Sets (or replaces) the vector of `num`: a float32 one is compacted, a compact one kept as it is. */
+  set(num: number, vector: Float32Array | CompactVector): void {
+    const compact = vector instanceof Float32Array ? compactVector(vector) : vector
+    if (this.dimensions === 0) this.dimensions = compact.codes.length
+    if (compact.codes.length !== this.dimensions)
+      throw new Error(`vector of ${compact.codes.length} dims, expected ${this.dimensions}`)
     this.grow(num)
     if (!this.has(num)) this.count++
     this.present[num] = 1
-    this.slab.set(vector, num * this.dimensions)
+    this.codes.set(compact.codes, num * this.dimensions)
+    this.peaks[num] = compact.peak
     this.highest = Math.max(this.highest, num)
     if (this.ann !== undefined || this.count >= this.annMin) this.annBacklog.add(num)
   }
@@ -131,7 +155,8 @@ export class VectorIndex {
   remove(num: number): void {
     if (!this.has(num)) return
     this.present[num] = 0
-    this.slab.fill(0, num * this.dimensions, (num + 1) * this.dimensions)
+    this.codes.fill(0, num * this.dimensions, (num + 1) * this.dimensions)
+    this.peaks[num] = 0
     this.count--
     this.annBacklog.delete(num)
     if (this.ann?.contains(BigInt(num))) this.ann.remove(BigInt(num))
@@ -157,7 +182,7 @@ export class VectorIndex {
         dimensions: this.dimensions,
         metric: "ip" as MetricKind,
         // Half precision: the HNSW graph finds candidates, whose similarity is then computed
-        // exactly from the slab, so the index's own copy of every vector costs 2 bytes a dimension.
+        // from the slab, so the index's own copy of every vector costs 2 bytes a dimension.
         quantization: "f16" as ScalarKind,
         connectivity: annConnectivity,
         expansion_add: annExpansionAdd,
@@ -181,7 +206,9 @@ export class VectorIndex {
       const key = BigInt(num)
       if (this.ann!.contains(key)) this.ann!.remove(key)
       keys[index] = key
-      vectors.set(this.slab.subarray(num * this.dimensions, (num + 1) * this.dimensions), index * this.dimensions)
+      const d = this.dimensions
+      const peak = this.peaks[num]!
+      for (let i = 0; i < d; i++) vectors[index * d + i] = (this.codes[num * d + i]! * peak) / vectorCodeMax
     })
     this.ann.add(keys, vectors)
     return this.annBacklog.size
@@ -196,7 +223,8 @@ export class VectorIndex {
     better: (a: VectorHit, b: VectorHit) => boolean,
   ) {
     const best = new TopK<VectorHit>(limit, better)
-    const slab = this.slab
+    const codes = this.codes
+    const peaks = this.peaks
     const present = this.present
     const d = this.dimensions
     const highest = this.highest
@@ -205,9 +233,11 @@ export class VectorIndex {
     let kept = 0
     for (let num = 0; num <= highest; num++) {
       if (present[num] !== 1) continue
-      let similarity = 0
+      // compactDot, inlined: this loop is the whole cost of a scan.
+      let sum = 0
       const offset = num * d
-      for (let i = 0; i < d; i++) similarity += slab[offset + i]! * query[i]!
+      for (let i = 0; i < d; i++) sum += codes[offset + i]! * query[i]!
+      const similarity = (sum * peaks[num]!) / vectorCodeMax
       if (similarity < floor || !accept(num)) continue
       best.push({ num, similarity })
       if (++kept >= limit) floor = Math.max(floor, best.worst()!.similarity)
@@ -233,12 +263,13 @@ export class VectorIndex {
       const wanted = Math.min(this.highest + 1, limit * 2 + 32)
       const matches = this.annReady
         ? this.ann!.search(query, wanted, 1)
-        : (usearch().exactSearch(
-            this.slab.subarray(0, (this.highest + 1) * this.dimensions),
-            query,
+        : // Cosine of the codes: each vector's peak drops out, so the query is compacted too.
+          (usearch().exactSearch(
+            this.codes.subarray(0, (this.highest + 1) * this.dimensions),
+            compactVector(query).codes,
             this.dimensions,
             wanted,
-            "ip" as MetricKind,
+            "cos" as MetricKind,
             1,
           ) as InstanceType<Usearch["Matches"]>)
       const hits: Array<VectorHit> = []
@@ -246,7 +277,7 @@ export class VectorIndex {
       for (let i = 0; i < matches.keys.length; i++) {
         const num = Number(matches.keys[i]!)
         if (this.present[num] !== 1) continue
-        const similarity = dot(this.slab, num * this.dimensions, query)
+        const similarity = compactDot(this.codes, num * this.dimensions, this.peaks[num]!, query)
         if (similarity < minSimilarity) underThreshold = true
         else if (accept(num)) hits.push({ num, similarity })
       }
