@@ -174,10 +174,9 @@ describe("replicas on a 3-node JetStream cluster", () => {
           const r1 = yield* replica(prefix, "d1", 1)
           yield* r0.send({ _tag: "Put", key: "a", value: "1" })
           yield* r0.send({ _tag: "Put", key: "secret", value: marker })
-          yield* r1.send({ _tag: "Delete", key: "secret" }).pipe(
-            // Decided on r1's state: it may not have applied the put yet (refused, then sent again).
-            Effect.retry({ times: 20, schedule: Schedule.spaced("50 millis") }),
-          )
+          // Decided on r1's state: a delete of a key it has not applied yet would be a no-op there.
+          yield* caughtUp(r1, () => r0.position())
+          yield* r1.send({ _tag: "Delete", key: "secret" })
           yield* r1
             .send({ _tag: "Put", key: "b", value: "2" })
             .pipe(Effect.retry({ times: 20, schedule: Schedule.spaced("50 millis") }))

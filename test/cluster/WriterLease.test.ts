@@ -81,7 +81,10 @@ const settled = async (daemons: ReadonlyArray<DaemonProcess>, ids: ReadonlyArray
         last = views
           .map((stores, index) =>
             stores
-              .map((store) => `${ids[index]} ${store.name}: ${store.state}, writer ${store.writer?.holder}`)
+              .map(
+                (store) =>
+                  `${ids[index]} ${store.name}: ${store.state}, writer ${store.writer?.holder}${store.state === "running" ? "" : ` (${store.lastError}; log ${JSON.stringify(store.wal)})`}`,
+              )
               .join("; "),
           )
           .join("\n")
@@ -340,6 +343,17 @@ describe("writer leases on a 3-node JetStream cluster", () => {
     )
     stop = true
     await writing
+    if (failures.length > 0) {
+      // What the daemons' notes stores were doing (a replica once stayed at position 0 under load).
+      const views = await Promise.all(daemons.slice(1).map(storesOf))
+      console.log(
+        JSON.stringify(
+          views.map((stores) => stores.find((store) => store.name === "notes")),
+          null,
+          1,
+        ),
+      )
+    }
     assert.deepStrictEqual(failures, [], "no write on the daemons that reach NATS fails")
     assert.isAbove(cutFailures.length, 0, "the cut-off daemon refuses writes while it cannot reach NATS")
     console.log(`cut-off writer: gap ${Math.round(gapAround(othersAcked, cutAt, cutDoneAt))} ms (lease ${leaseMs} ms)`)

@@ -503,18 +503,9 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
       wake = callback
     },
     awaitReceived: (through) =>
-      Effect.tryPromise({
-        try: async () => {
-          const target = through ?? (await nats.manager.streams.info(name)).state.last_seq
-          await received$(target, catchUpTimeoutMs)
-        },
-        catch: (error) =>
-          error instanceof WalError
-            ? error
-            : new WalError({
-                reason: "Unavailable",
-                message: `${where}: ${error instanceof Error ? error.message : String(error)}`,
-              }),
+      toWal(async () => {
+        const target = through ?? (await nats.manager.streams.info(name)).state.last_seq
+        await received$(target, catchUpTimeoutMs)
       }),
     position: () => position,
     generation,
