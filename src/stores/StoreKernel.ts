@@ -69,7 +69,6 @@ export interface KernelOptions {
 export interface Incarnation {
   readonly checkpoint: Checkpoint
   readonly wal: Wal
-  readonly salt: number
   /** LMDB plus acknowledged batches whose LMDB commit is still running. */
   readonly view: PendingView
   readonly commits: CommitQueue
@@ -207,6 +206,8 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
     let ackedSeq: number | undefined
     /** The store generation of the last WAL opened (a cut must not touch another generation's log). */
     let walSalt: number | undefined
+    /** The log open now: its salt is recorded with each LMDB commit (a shared log settles it late). */
+    let currentLog: Wal | undefined
     let recovery: RecoveryReport | undefined
     let recordsSinceCheckpoint = 0
     /** A shared log: the position of the last batch applied (own or remote). */
@@ -389,10 +390,11 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
           yield* removeCheckpointFiles
           checkpoint = yield* openCheckpoint(lmdbDir)
         }
-        const salt = opened.wal.stats().salt
-        walSalt = salt
+        const wal = opened.wal
+        currentLog = wal
+        walSalt = wal.stats().salt
         const view = new PendingView(checkpoint.view)
-        const queue = new CommitQueue(checkpoint, view, salt, {
+        const queue = new CommitQueue(checkpoint, view, () => (currentLog ?? wal).stats().salt, {
           intervalMs: options.lmdbCommitIntervalMs,
           changesMax: options.lmdbCommitChangesMax,
           bytesMax: options.lmdbCommitBytesMax,
@@ -409,7 +411,7 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
         recovery = opened.report
         ackedSeq = opened.wal.stats().nextSeq - 1
         appliedPosition = opened.wal.shared?.position()
-        return { checkpoint, wal: opened.wal, salt, view, commits: queue } satisfies Incarnation
+        return { checkpoint, wal, view, commits: queue } satisfies Incarnation
       }).pipe(
         Effect.onError(() =>
           Effect.andThen(
@@ -462,9 +464,12 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
      */
     const reopenLog = (incarnation: Incarnation): Effect.Effect<Incarnation, WalError> =>
       Effect.gen(function* () {
+        // A shared log settles its salt on its first batch, after it was opened.
+        walSalt = incarnation.wal.stats().salt
         yield* incarnation.wal.close()
         const acked = ackedSeq ?? incarnation.checkpoint.appliedSeq()
         const opened = yield* openWal(acked, walSalt, appliedPosition)
+        currentLog = opened.wal
         // A shared log hands back what others appended meanwhile; a file log, nothing.
         const replayed = yield* replayInto(
           incarnation.view,

@@ -17,9 +17,10 @@ import { defaultStoreOptions, makeStore, type Store } from "../../src/actors/Sto
 import * as EventBus from "../../src/stores/EventBus.ts"
 import type { StoreError } from "../../src/stores/StoreError.ts"
 import * as Nats from "../../src/stores/shared/Nats.ts"
-import { streamNameOf } from "../../src/stores/shared/StoreGenerations.ts"
+import { streamNameOf, subjectOf } from "../../src/stores/shared/StoreGenerations.ts"
 import { jetStreamLogs } from "../../src/stores/wal/JetStreamWal.ts"
 import { layerNode } from "../../src/stores/wal/WalFs.ts"
+import { encodeBatch, readRecordAt, recordHeaderBytes } from "../../src/stores/wal/WalRecord.ts"
 import { type KvCommand, type KvRejected, kvStore, readAll } from "../support/KvStore.ts"
 import { type NatsCluster, startNatsCluster } from "../support/NatsCluster.ts"
 
@@ -59,8 +60,8 @@ const caughtUp = (store: Kv, last: () => number) =>
   Effect.gen(function* () {
     // Up to 30 s: on a loaded 2-core machine a replica's first open of its stream can take seconds.
     for (let attempt = 0; attempt < 3_000; attempt++) {
-      const position = store.health().wal?.position ?? 0
-      if (position >= last()) return
+      const position = store.health().wal?.position
+      if (position !== undefined && position >= last()) return
       // A write applies what arrived first; an idle replica applies it when woken.
       yield* Effect.sleep("10 millis")
     }
@@ -163,6 +164,64 @@ describe("replicas on a 3-node JetStream cluster", () => {
       { numRuns: runs, seed },
     )
   }, 600_000)
+
+  // nats-server 2.9 answers daemons that create one stream at once with different creation times
+  // (and may confirm two different configurations): a generation taken from either split the
+  // replicas, each refusing the others' records as "of another store generation". The stream's first
+  // record is the same for all; here it is written by a daemon whose salt nothing else would give.
+  it("a new store's generation is its stream's first record's, whatever the server says of the stream", async () => {
+    const prefix = `genesis${Date.now() % 100_000}`
+    const foreignSalt = 0x5eed_0001
+    const result = await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          // A first write as the kernel encodes it, taken from a store of another memory.
+          const model = yield* replica(`${prefix}model`, "m", 0)
+          yield* model.send({ _tag: "Put", key: "first", value: "1" })
+          const probe = yield* Nats.makeNats({ servers: cluster.urls, prefix, daemonId: "racer" })
+          const modelMessage = yield* Effect.promise(() =>
+            probe.manager.streams.getMessage(streamNameOf(`${prefix}model`, "kv"), { seq: 1 }),
+          )
+          const read = readRecordAt(Buffer.from(modelMessage!.data), 0)
+          assert.strictEqual(read._tag, "Record")
+          const record = (read as Extract<typeof read, { _tag: "Record" }>).record
+          // Two daemons open the empty store at once: each proposes its own salt.
+          const [r0, r1] = yield* Effect.all([replica(prefix, "d0", 0), replica(prefix, "d1", 1)], {
+            concurrency: "unbounded",
+          })
+          yield* Effect.forEach([r0, r1], (daemon) => caughtUp(daemon, () => 0))
+          const proposed = [r0.health().wal?.salt, r1.health().wal?.salt]
+          // A racing daemon's batch takes position 1, with a salt of its own.
+          const batch = encodeBatch(
+            [{ type: record.type, payload: Buffer.from(record.payload) }],
+            1,
+            foreignSalt,
+            recordHeaderBytes + record.payload.length,
+          )
+          yield* Effect.promise(() =>
+            probe.jetstream.publish(subjectOf(prefix, "kv"), batch, { msgID: "racer.1", expect: { lastSequence: 0 } }),
+          )
+          const writes = yield* Effect.all(
+            [r0.send({ _tag: "Put", key: "a", value: "0" }), r1.send({ _tag: "Put", key: "b", value: "1" })],
+            { concurrency: "unbounded" },
+          )
+          const r2 = yield* replica(prefix, "d2", 2)
+          const end = Math.max(r0.position(), r1.position())
+          yield* Effect.forEach([r0, r1, r2], (daemon) => caughtUp(daemon, () => end))
+          return {
+            proposed,
+            writes,
+            salts: [r0, r1, r2].map((daemon) => daemon.health().wal?.salt),
+            states: yield* Effect.forEach([r0, r1, r2], (daemon) => daemon.read(readAll)),
+          }
+        }),
+      ).pipe(Effect.provideService(References.MinimumLogLevel, "None")),
+    )
+    assert.notStrictEqual(result.proposed[0], result.proposed[1], "each daemon proposed a salt of its own")
+    assert.deepStrictEqual(result.writes, [{ changed: true }, { changed: true }])
+    assert.deepStrictEqual(result.salts, [foreignSalt, foreignSalt, foreignSalt])
+    for (const state of result.states) assert.deepStrictEqual(state, { first: "1", a: "0", b: "1" })
+  }, 120_000)
 
   it("a compaction replaces the store's stream: the other replicas reload from the new one, a new replica starts from it, a compaction cut short after sealing is finished by the next", async () => {
     const prefix = `compact${Date.now() % 100_000}`

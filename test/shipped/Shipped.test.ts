@@ -26,9 +26,11 @@ import {
   connectClient,
   type DaemonProcess,
   freePort,
+  isAlive,
   type NetworkTransport,
   startDaemon,
   tempDir,
+  waitFor,
 } from "../transports/harness.ts"
 import { installedProduct, type Product, productNode, productNodeVersion } from "./product.ts"
 
@@ -519,6 +521,8 @@ describe(`the installed product on Node ${productNodeVersion}`, () => {
     assert.notStrictEqual(answer!.result?.isError, true, JSON.stringify(answer))
     const started = JSON.parse(readFileSync(join(dataDir, "daemon.json"), "utf8")) as { pid: number; port: number }
     assert.strictEqual(started.port, port)
+    // The daemon the shim started stops on SIGTERM, and is gone before its directory is removed.
     process.kill(started.pid, "SIGTERM")
+    await waitFor(`daemon ${started.pid} to exit`, () => (isAlive(started.pid) ? undefined : true), 15_000)
   })
 })

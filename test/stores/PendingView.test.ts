@@ -200,7 +200,7 @@ describe("PendingView ranges", () => {
         },
       }
       const view = new PendingView(checkpoint.view)
-      const queue = new CommitQueue(watched, view, 7, { intervalMs: 60_000, changesMax: 1, bytesMax: 1 << 30 })
+      const queue = new CommitQueue(watched, view, () => 7, { intervalMs: 60_000, changesMax: 1, bytesMax: 1 << 30 })
       queue.enqueue([["kv:a", "a"]], 2, 10) // its commit starts at once
       queue.enqueue([["old", undefined]], 2, 0) // waits behind that commit
       assert.strictEqual(commits.length, 1)

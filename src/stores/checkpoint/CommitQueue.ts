@@ -58,7 +58,8 @@ export class CommitQueue {
   constructor(
     private readonly checkpoint: Checkpoint,
     private readonly view: PendingView,
-    private readonly salt: number,
+    /** The log's store generation, recorded with each commit (a shared log settles it on its first batch). */
+    private readonly salt: () => number,
     private readonly limits: CommitLimits,
   ) {}
 
@@ -130,7 +131,7 @@ export class CommitQueue {
     const through = this.enqueued
     this.queued = []
     this.queuedBytes = 0
-    this.inFlight = this.checkpoint.commit(changes, seq, this.salt, position).then(
+    this.inFlight = this.checkpoint.commit(changes, seq, this.salt(), position).then(
       () => {
         this.inFlight = undefined
         this.diskFull = undefined

@@ -22,8 +22,14 @@
  * handed out (`takeRemote`) only when every batch before it has been applied, and an own batch still
  * waiting for its acknowledgement holds back everything after it.
  *
- * The store generation (salt) comes from the stream's creation time: a checkpoint of an earlier
- * stream of the same name is refused (`GenerationMismatch`) instead of mixing two histories.
+ * The store generation (salt) is the one the stream's first record carries: a checkpoint of an
+ * earlier stream of the same name is refused (`GenerationMismatch`) instead of mixing two histories.
+ * Nothing the server reports about the stream itself serves: nats-server 2.9 answers daemons that
+ * create a stream at once with different `created` times, and can even confirm two creations with
+ * different configurations, so neither a creation time nor a nonce in the configuration is the same
+ * on every daemon. The first message is: expected-last-sequence lets one batch be position 1. A
+ * daemon that opens an empty stream proposes a salt; if another's batch takes position 1, its own is
+ * refused as stale and it takes that batch's salt before it decides again.
  */
 import { DeliverPolicy, JetStreamApiError, StorageType } from "@nats-io/jetstream"
 import { crc32c } from "@node-rs/crc32"
@@ -107,8 +113,9 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 const apiCode = (error: unknown): number | undefined => (error instanceof JetStreamApiError ? error.code : undefined)
 
-/** A stream's generation: from its name and creation time, never 0. */
-const streamSalt = (name: string, created: string): number => crc32c(Buffer.from(`${name}\u0000${created}`)) >>> 0 || 1
+/** A salt proposed for an empty stream: from its name, creation time and this daemon's run, never 0. */
+const proposedSalt = (name: string, created: string, runId: string): number =>
+  crc32c(Buffer.from(`${name}\u0000${created}\u0000${runId}`)) >>> 0 || 1
 
 /** Opens (and, the first time, creates) the stream of `options.store`, catching up from the checkpoint. */
 export const openJetStreamWal = (options: JetStreamWalOptions): Effect.Effect<OpenedWal, WalError> =>
@@ -126,13 +133,17 @@ export const openJetStreamWal = (options: JetStreamWalOptions): Effect.Effect<Op
 const describe = (options: JetStreamWalOptions, generation = 0) =>
   `stream ${streamNameOf(options.nats.settings.prefix, options.store, generation)} on NATS ${options.nats.settings.servers.join(", ")}`
 
-/** The record sequence of the first record of the message at `at` in stream `name`. */
-const firstRecordSeqAt = async (nats: Nats["Service"], name: string, at: number): Promise<number | undefined> => {
+/** The first record of the message at `at` in stream `name`: its sequence and store generation. */
+const firstRecordAt = async (
+  nats: Nats["Service"],
+  name: string,
+  at: number,
+): Promise<{ readonly seq: number; readonly salt: number } | undefined> => {
   const stored = await nats.manager.streams.getMessage(name, { seq: at })
   if (stored === null) return undefined
   const data = stored.data
   const read = readRecordAt(Buffer.from(data.buffer, data.byteOffset, data.byteLength), 0)
-  return read._tag === "Record" ? read.record.seq : undefined
+  return read._tag === "Record" ? { seq: read.record.seq, salt: read.salt } : undefined
 }
 
 const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
@@ -143,7 +154,15 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
   const subject = subjectOf(nats.settings.prefix, store, generation)
   const where = describe(options, generation)
   const info = await ensureStream(nats, name, subject)
-  const salt = streamSalt(name, info.created)
+  const daemonId = nats.settings.daemonId
+  const runId = `${daemonId}.${Date.now().toString(36)}`
+  const firstSeq = info.state.first_seq
+  const first = info.state.messages > 0 ? await firstRecordAt(nats, name, firstSeq) : undefined
+  if (info.state.messages > 0 && first === undefined)
+    throw new WalError({ reason: "Corrupt", message: `${where}: its first message, at ${firstSeq}, is not a record` })
+  /** The stream's store generation: its first record's; proposed until the stream has one. */
+  let salt = first?.salt ?? proposedSalt(name, info.created, runId)
+  let saltSettled = first !== undefined
   // A checkpoint of a stream a compaction retired: this copy is rebuilt from the current one, which
   // holds the whole state (its first messages are the compaction's snapshot).
   const rebuild =
@@ -157,7 +176,6 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
       message: `${where} was created anew since this data directory last applied it (position ${options.replayAfterPosition}): its local copy belongs to an earlier stream; join the shared memory again (docs/scaling.md)`,
     })
   }
-  const firstSeq = info.state.first_seq
   const replayAfterPosition = rebuild ? 0 : options.replayAfterPosition
   if (info.state.messages > 0 && firstSeq > replayAfterPosition + 1) {
     throw new WalError({
@@ -169,8 +187,7 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
   let position = replayAfterPosition
   // From the stream's start, record sequences go on from where the stream's first record says: a
   // compacted store's stream continues the sequences of the one it replaced.
-  const startSeq = position === 0 && info.state.messages > 0 ? await firstRecordSeqAt(nats, name, firstSeq) : undefined
-  let nextSeq = startSeq ?? options.replayAfterSeq + 1
+  let nextSeq = position === 0 && first !== undefined ? first.seq : options.replayAfterSeq + 1
   const replayAfterSeq = nextSeq - 1
   /** The record sequence after the last batch received (validates that received batches follow on). */
   let receivedNextSeq = nextSeq
@@ -186,8 +203,6 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
   let refused = 0
   let wake: () => void = () => undefined
   const waiters: Array<{ readonly through: number; readonly done: () => void }> = []
-  const daemonId = nats.settings.daemonId
-  const runId = `${daemonId}.${Date.now().toString(36)}`
 
   const settleWaiters = () => {
     for (const waiter of [...waiters])
@@ -204,6 +219,12 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
     while (offset < bytes.length) {
       const read = readRecordAt(bytes, offset)
       if (read._tag !== "Record") return corrupt(read._tag === "Bad" ? read.why : "a partial record")
+      if (!saltSettled) {
+        // The stream's first batch: its salt is the stream's (an own batch that lost position 1 to it
+        // is refused as stale, and decided again with this salt).
+        salt = read.salt
+        saltSettled = true
+      }
       if (read.salt !== salt) return corrupt("a record of another store generation")
       if (read.record.seq !== seq) return corrupt(`record sequence ${read.record.seq} where ${seq} was expected`)
       records.push(read.record)
@@ -463,6 +484,8 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
       publish(buffer, msgId, expect).then(
         (ack) => {
           inFlight.splice(inFlight.indexOf(own), 1)
+          // Appended on what was received, or first: the salt it carries is the stream's.
+          saltSettled = true
           position = ack.seq
           received.delete(ack.seq)
           Deferred.doneUnsafe(done, Exit.succeed({ firstSeq, lastSeq, payloadBytes, position: ack.seq }))
@@ -670,7 +693,8 @@ const publishSnapshotTo = async (
     throw new Error(
       `stream ${name} already holds ${info.state.messages} message(s): only an empty stream takes a local store`,
     )
-  const salt = streamSalt(name, info.created)
+  // The first record's salt is the stream's (an empty stream was expected: this batch is position 1).
+  const salt = proposedSalt(name, info.created, `${nats.settings.daemonId}.snapshot`)
   const messageBytesMax = Math.max(64 * 1024, (nats.connection.info?.max_payload ?? 1024 * 1024) - headerRoomBytes)
   const recordBytesMax = Math.min(256 * 1024, messageBytesMax - recordHeaderBytes)
   const runId = `${nats.settings.daemonId}.snapshot${Date.now().toString(36)}`
