@@ -115,7 +115,11 @@ describe("mergedRange over LMDB", () => {
         [`${prefix}\u{10000}`, undefined],
       ]
       const view = new PendingView(checkpoint.view)
-      const queue = new CommitQueue(checkpoint, view, () => 7, { intervalMs: 60_000, changesMax: 1_000, bytesMax: 1 << 30 })
+      const queue = new CommitQueue(checkpoint, view, () => 7, {
+        intervalMs: 60_000,
+        changesMax: 1_000,
+        bytesMax: 1 << 30,
+      })
       queue.enqueue(pending, 2, 100)
       const ranges: Array<KeyRange> = [
         all,
