@@ -606,7 +606,7 @@ export const compactionScenario = async (servers: ReadonlyArray<string>, prefix:
         const before = performance.now()
         const result = await callTool(client, "create_entities", {
           entities: [{ name: `during-${n}`, entityType: "bench", observations: ["written during the compaction"] }],
-        })
+        }).catch((error: unknown) => ({ isError: true, text: String(error) }))
         if (result.isError) writeFailures++
         else writeLatencies.push(performance.now() - before)
       }
@@ -642,6 +642,12 @@ export const compactionScenario = async (servers: ReadonlyArray<string>, prefix:
       writeMaxMs: writeLatencies.at(-1) ?? 0,
       writeP50Ms: quantile(writeLatencies, 0.5),
     }
+  } catch (error) {
+    // What each daemon said: a failed call is most often a daemon that went away.
+    const outputs = daemons.map(
+      (daemon, index) => `--- daemon ${index} (pid ${daemon.pid}):\n${daemon.output().slice(-4000)}`,
+    )
+    throw new Error(`the compaction scenario failed: ${String(error)}\n${outputs.join("\n")}`)
   } finally {
     await Promise.all(daemons.map((daemon) => daemon.stop().catch(() => undefined)))
   }

@@ -281,9 +281,20 @@ export const makeStore = <Command, Event, Reply, Failure>(
     const replaceIncarnation = (serving: { incarnation: Incarnation }, next: Incarnation) => {
       serving.incarnation = next
       current = next
+      ready.openUnsafe()
       next.wal.shared?.onRemote(pokeRemote)
       settlePositions()
     }
+
+    /**
+     * Run by the kernel just before it closes the incarnation readers use (a compaction, a reload
+     * from a newer stream): reads wait for the next one (`readWaitMsMax`), as while restarting,
+     * instead of reading an LMDB environment that is closing.
+     */
+    const readsWait = Effect.sync(() => {
+      ready.closeUnsafe()
+      current = undefined
+    })
 
     /**
      * A shared log whose store moved to a newer stream (a compaction elsewhere): reopened from it.
@@ -294,7 +305,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
         const shared = serving.incarnation.wal.shared
         if (shared === undefined) return
         if (shared.movedTo() === undefined && (atLeast === undefined || atLeast <= shared.generation)) return
-        replaceIncarnation(serving, yield* kernel.reload(serving.incarnation))
+        replaceIncarnation(serving, yield* kernel.reload(serving.incarnation, readsWait))
       })
 
     /** Runs a control between batches: a compaction replaces the incarnation it ran on. */
@@ -333,7 +344,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
           // Compacted from the newest stream: one another daemon made may not have been noticed yet.
           yield* Effect.exit(serving.incarnation.wal.shared!.refreshGeneration())
           yield* followGeneration(serving)
-          const compacted = yield* Effect.exit(kernel.compactShared(serving.incarnation, now))
+          const compacted = yield* Effect.exit(kernel.compactShared(serving.incarnation, now, readsWait))
           if (Exit.isSuccess(compacted)) {
             replaceIncarnation(serving, compacted.value.incarnation)
             yield* Deferred.succeed(control.reply, compacted.value.report)
@@ -354,11 +365,11 @@ export const makeStore = <Command, Event, Reply, Failure>(
           )
           return yield* Effect.failCause(compacted.cause)
         }
-        const compacted = yield* Effect.exit(kernel.compact(serving.incarnation, now, options.onCompactionStep))
+        const compacted = yield* Effect.exit(
+          kernel.compact(serving.incarnation, now, options.onCompactionStep, readsWait),
+        )
         if (Exit.isSuccess(compacted)) {
-          serving.incarnation = compacted.value.incarnation
-          current = serving.incarnation
-          serving.incarnation.wal.shared?.onRemote(pokeRemote)
+          replaceIncarnation(serving, compacted.value.incarnation)
           yield* Deferred.succeed(control.reply, compacted.value.report)
           return
         }

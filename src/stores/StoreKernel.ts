@@ -594,10 +594,12 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
      * retired stream, so it is discarded and rebuilt from the new stream's snapshot — no page of the
      * old LMDB file (deleted data) survives here either. Its events are the snapshot's records,
      * numbered on from the old stream's: a reader that missed some sees a gap and reads the store
-     * again.
+     * again. `leaving` runs just before the incarnation is closed (the actor stops handing it to
+     * readers: a read of a closed LMDB fails), here and in the compactions.
      */
-    const reload = (incarnation: Incarnation) =>
+    const reload = (incarnation: Incarnation, leaving: Effect.Effect<void> = Effect.void) =>
       Effect.gen(function* () {
+        yield* leaving
         yield* close(incarnation)
         return yield* open
       }).pipe(
@@ -616,7 +618,7 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
      * its sealed stream, open for reads; the compaction is run again (the lease's holder does when it
      * finds its stream sealed), and what the failed one published is replaced.
      */
-    const compactShared = (incarnation: Incarnation, now: number) =>
+    const compactShared = (incarnation: Incarnation, now: number, leaving: Effect.Effect<void> = Effect.void) =>
       Effect.gen(function* () {
         const shared = incarnation.wal.shared!
         const bytesBefore = bytesOnDisk(incarnation)
@@ -629,7 +631,7 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
             message: `${shared.describe()}: applied through ${shared.position()} of ${last} after sealing`,
           })
         const next = yield* shared.startNextGeneration(liveEntries(incarnation), snapshotRecordType)
-        const reopened = yield* reload(incarnation)
+        const reopened = yield* reload(incarnation, leaving)
         yield* checkpoint(reopened, now)
         return {
           incarnation: reopened,
@@ -659,7 +661,12 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
      * any start (LMDB old, missing, half loaded) rebuilds LMDB from the snapshot; after the load, LMDB
      * is current and the log is released at the next checkpoint. `onStep` is a test seam.
      */
-    const compact = (incarnation: Incarnation, now: number, onStep?: (step: CompactionStep) => Effect.Effect<void>) =>
+    const compact = (
+      incarnation: Incarnation,
+      now: number,
+      onStep?: (step: CompactionStep) => Effect.Effect<void>,
+      leaving: Effect.Effect<void> = Effect.void,
+    ) =>
       Effect.gen(function* () {
         const step = (name: CompactionStep) => (onStep === undefined ? Effect.void : onStep(name))
         const bytesBefore = bytesOnDisk(incarnation)
@@ -688,6 +695,7 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
         const appended = yield* Effect.orDie(incarnation.wal.appendBatch(entries))
         ackedSeq = appended.lastSeq
         yield* step("snapshot-written")
+        yield* leaving
         yield* Effect.orDie(close(incarnation))
         yield* step("closed")
         yield* Effect.orDie(removeCheckpointFiles)

@@ -9,14 +9,14 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } 
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Option, References } from "effect"
+import { Effect, Exit, Fiber, Layer, Option, References } from "effect"
 import fc from "fast-check"
-import { defaultStoreOptions, makeStore, type StoreOptions } from "../../src/actors/StoreActor.ts"
+import { defaultStoreOptions, makeStore, type Store, type StoreOptions } from "../../src/actors/StoreActor.ts"
 import * as EventBus from "../../src/stores/EventBus.ts"
 import type { StoreError } from "../../src/stores/StoreError.ts"
 import type { CompactionStep } from "../../src/stores/StoreKernel.ts"
 import { layerNode } from "../../src/stores/wal/WalFs.ts"
-import { type KvCommand, kvStore, readAll } from "../support/KvStore.ts"
+import { type KvCommand, type KvRejected, kvStore, readAll } from "../support/KvStore.ts"
 import * as Sim from "../support/SimulatedDisk.ts"
 
 const seed = Number(process.env.MNEMOS_FC_SEED ?? Math.floor(Math.random() * 0x7fffffff))
@@ -152,6 +152,34 @@ describe("compaction", () => {
       )
       assert.deepStrictEqual(reopened, expected)
     }).pipe(Effect.scoped, Effect.provide(Layer.merge(EventBus.layer, layerNode)), quiet),
+  )
+
+  it.live(
+    "a read made while a compaction has closed the store's LMDB waits for the new one and reads the compacted state",
+    () =>
+      Effect.gen(function* () {
+        const dir = yield* tempDir
+        let read: Fiber.Fiber<Record<string, string>, StoreError> | undefined
+        let store: Store<KvCommand, { readonly changed: boolean }, KvRejected> | undefined
+        store = yield* makeStore(
+          kvStore(),
+          optionsFor(dir, {
+            // Between closing the old LMDB and opening the new one: a client's read arrives.
+            onCompactionStep: (step) =>
+              step === "closed" && store !== undefined
+                ? Effect.asVoid(
+                    Effect.tap(Effect.forkDetach(store.read(readAll)), (fiber) => Effect.sync(() => (read = fiber))),
+                  )
+                : Effect.void,
+          }),
+        )
+        yield* store.send(put("kept", "1"))
+        yield* store.send(put("gone", "2"))
+        yield* store.send({ _tag: "Delete", key: "gone" })
+        yield* store.compact()
+        assert.isDefined(read, "the read was made while LMDB was closed")
+        assert.deepStrictEqual(yield* Fiber.join(read!), { kept: "1" })
+      }).pipe(Effect.scoped, Effect.provide(Layer.merge(EventBus.layer, layerNode)), quiet),
   )
 
   it.live(

@@ -163,6 +163,26 @@ export const switchedGeneration = async (nats: Nats["Service"], store: string, d
 }
 
 /**
+ * The core NATS subject a compaction announces a store's move on. A watch of the pointer would tell
+ * too, but the bucket exists only from the first compaction on, and a daemon that opened its stores
+ * before it would otherwise learn of the move only by reading the pointer now and then — while the
+ * compaction waits for every live daemon to switch before it deletes the sealed stream.
+ */
+const announcementSubjectOf = (prefix: string, store: string) => `${prefix}.generation.${store}`
+
+/** Tells every daemon that `store`'s pointer moved (they read it and switch). */
+export const announceGeneration = (nats: Nats["Service"], store: string): void =>
+  nats.connection.publish(announcementSubjectOf(nats.settings.prefix, store))
+
+/** Calls `onAnnounced` whenever a compaction announces that `store` moved; answers a stop. */
+export const onGenerationAnnounced = (nats: Nats["Service"], store: string, onAnnounced: () => void): (() => void) => {
+  const subscription = nats.connection.subscribe(announcementSubjectOf(nats.settings.prefix, store), {
+    callback: () => onAnnounced(),
+  })
+  return () => subscription.unsubscribe()
+}
+
+/**
  * Calls `onChange` with `store`'s generation whenever its pointer changes; answers a stop. Fails
  * when the bucket does not exist yet (the caller looks again later: `currentGeneration`).
  */

@@ -37,8 +37,10 @@ import { Deferred, Effect, Exit, Layer } from "effect"
 import { Nats } from "../shared/Nats.ts"
 import {
   advanceGeneration,
+  announceGeneration,
   currentGeneration,
   type Generation,
+  onGenerationAnnounced,
   recordSwitched,
   streamNameOf,
   subjectOf,
@@ -345,15 +347,18 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
     )
   }
   if (pointer.revision > 0) await watchPointer()
-  const pointerCheck = setInterval(() => {
+  const readPointer = () => {
     void currentGeneration(nats, store)
       .then(async (latest) => {
         noteGeneration(latest)
         if (stopWatching === undefined && latest.revision > 0) await watchPointer()
       })
       .catch(() => undefined)
-  }, lagCheckMs)
+  }
+  const pointerCheck = setInterval(readPointer, lagCheckMs)
   pointerCheck.unref()
+  // A compaction announces the move at once (the watch may not run yet: the bucket is its doing).
+  const stopListening = onGenerationAnnounced(nats, store, readPointer)
 
   /**
    * Resolves once every message through `through` is received: from the consumer, or, when it has
@@ -391,9 +396,24 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
     }
   }
 
-  // Catch up: everything the stream held when opened is the replay.
+  /** Stops the consumer, the timers and the subscriptions (at close, or when the open fails). */
+  const stop = () => {
+    closed = true
+    clearInterval(watchdog)
+    clearInterval(pointerCheck)
+    stopListening()
+    stopWatching?.()
+    current?.stop()
+  }
+
+  // Catch up: everything the stream held when opened is the replay. An open that fails leaves no
+  // consumer behind (a store that retries its open would gather one per attempt).
   const lastAtOpen = info.state.last_seq
-  if (lastAtOpen > position) await received$(lastAtOpen, catchUpTimeoutMs)
+  if (lastAtOpen > position)
+    await received$(lastAtOpen, catchUpTimeoutMs).catch((error: unknown) => {
+      stop()
+      throw error
+    })
   const replay: Array<WalRecord> = []
   for (let next = received.get(position + 1); next !== undefined; next = received.get(position + 1)) {
     received.delete(next.position)
@@ -560,6 +580,7 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
           throw new WalError({ reason: "Stale", message: `${where}: another daemon compacted the store meanwhile` })
         }
         noteGeneration(moved)
+        announceGeneration(nats, store)
         return { ...published, generation: next, retired: name }
       }),
     describe: () => where,
@@ -587,14 +608,7 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
     rotate: () => Effect.void,
     releaseThrough: () => Effect.succeed(0),
     stats,
-    close: () =>
-      Effect.sync(() => {
-        closed = true
-        clearInterval(watchdog)
-        clearInterval(pointerCheck)
-        stopWatching?.()
-        current?.stop()
-      }),
+    close: () => Effect.sync(stop),
     batchBytesMax,
     shared,
   }
