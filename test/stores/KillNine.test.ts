@@ -100,8 +100,10 @@ describe("kill -9 during a concurrent write storm", () => {
   const dir = mkdtempSync(join(tmpdir(), "mnemos-kill9-"))
   afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
+  // 70–85 s alone on this machine; each round starts a child under tsx, which a loaded 2-core
+  // machine (the full suite beside it) can slow past 120 s: the limit is not what the test checks.
   it(`every acknowledged write survives SIGKILL, over ${rounds} rounds on one data dir`, {
-    timeout: 120_000,
+    timeout: 240_000,
   }, async () => {
     const seed = process.env.KILL9_SEED !== undefined ? Number(process.env.KILL9_SEED) : (Math.random() * 2 ** 32) >>> 0
     const random = prng(seed)
