@@ -114,7 +114,7 @@ export const makeIndexCore = (config: CoreConfig) =>
     const persistence: SearchPersistence =
       config.dataDir === undefined ? makeMemoryPersistence() : openLmdbPersistence(`${config.dataDir}/search/lmdb`)
     yield* Effect.addFinalizer(() => Effect.promise(() => persistence.close().catch(() => undefined)))
-    const index = new SearchIndex()
+    const index = new SearchIndex(undefined, persistence)
     const stores = new Set(config.stores)
     let loaded = false
     let eventsApplied = 0
@@ -144,9 +144,13 @@ export const makeIndexCore = (config: CoreConfig) =>
     let replacedWhileLoading: Set<string> | undefined = new Set()
     const groupKey = (store: string, group: string) => `${store}\u0000${group}`
 
-    /** Replaces a group in the index and in persistence; returns what needs embedding. */
+    /**
+     * Replaces a group in the index, which writes its documents to persistence (the index's
+     * document store), and drops the vectors of the documents it lost; returns what needs embedding.
+     */
     const applyGroup = (store: string, change: GroupDocuments): Array<PendingEmbedding> => {
-      const before = new Set(index.groupIds(store, change.group))
+      const held = new Set(index.groupIds(store, change.group))
+      const before = new Set(held)
       // While the load runs, the group's persisted documents may not be in the index yet (and the
       // load will skip them now): the ones this change drops go from persistence here, or a record
       // removed during a warm start stayed findable after the next.
@@ -155,17 +159,15 @@ export const makeIndexCore = (config: CoreConfig) =>
         for (const id of persistence.groupDocumentIds(store, change.group)) before.add(id)
         replacedWhileLoading.add(key)
       }
-      const changed: Array<SearchDocument> = []
-      const pending = index.replaceGroup(store, change.group, change.documents, changed)
+      // Only what changed is written: an entity with 5,000 observations gaining one writes one.
+      const pending = index.replaceGroup(store, change.group, change.documents)
       const now = new Set(change.documents.map((document) => document.id))
       for (const id of before)
         if (!now.has(id)) {
-          persistence.removeDocument(store, change.group, id)
+          if (!held.has(id)) persistence.removeDocument(store, change.group, id) // the index removed its own
           persistence.removeVector(id)
           modelSwitch?.removed(id)
         }
-      // Only what changed is written: an entity with 5,000 observations gaining one writes one.
-      for (const document of changed) persistence.putDocument(change.group, document)
       return pending
     }
 
@@ -302,7 +304,7 @@ export const makeIndexCore = (config: CoreConfig) =>
           return
         }
         if (replacedWhileLoading?.has(groupKey(group.store, group.group))) return // an event got there first
-        index.replaceGroup(group.store, group.group, group.documents)
+        index.loadGroup(group.store, group.group, group.documents)
         for (const document of group.documents) {
           const stored = persistence.vector(document.id)
           if (stored !== undefined) index.setVector(document.id, stored.hash, stored.vector)
