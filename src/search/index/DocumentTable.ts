@@ -206,9 +206,9 @@ export class DocumentTable {
     this.session = grown(this.session, length)
     this.eventTypes = grown(this.eventTypes, length)
     this.hashes = grown(this.hashes, 2 * length)
-    this.group = grown(this.group, length, absent)
-    this.nextInGroup = grown(this.nextInGroup, length, absent)
-    this.previousInGroup = grown(this.previousInGroup, length, absent)
+    this.group = grown(this.group, length)
+    this.nextInGroup = grown(this.nextInGroup, length)
+    this.previousInGroup = grown(this.previousInGroup, length)
   }
 
   private groupFor(key: string): number {
@@ -217,7 +217,7 @@ export class DocumentTable {
       group = this.freeGroups.pop() ?? this.groupKeys.length
       this.groupKeys[group] = key
       this.groupNums.set(key, group)
-      if (group >= this.groupFirst.length) this.groupFirst = grown(this.groupFirst, group + 1, absent)
+      this.groupFirst = grown(this.groupFirst, group + 1)
       this.groupFirst[group] = absent
     }
     return group
