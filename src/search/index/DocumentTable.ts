@@ -7,7 +7,7 @@
  * 300,000 documents an object per document and its fields took about 54 MiB, their strings most
  * of 92). Strings that many documents share (store, project, kind, session) are codes into a
  * `StringCodes` table, which also counts their documents (health's counts per store and kind).
- * Ids stay strings (one per document, the id map's key). A group's documents are a doubly linked
+ * Ids stay strings, one per document, found by a `StringIndex` (a table of numbers, not a `Map`). A group's documents are a doubly linked
  * list through `nextInGroup`/`previousInGroup`, so a group costs one number, not a `Set`.
  *
  * Numbers are dense and reused after a removal (`free`). `absent` marks an unused number.
@@ -15,6 +15,7 @@
 import type { SearchFilter } from "../ranking/Ranking.ts"
 import { seedEventTypeBit, seedEventTypeMask } from "../ranking/Ranking.ts"
 import { defaultImportance, type SearchDocument } from "./SearchDocument.ts"
+import { StringIndex } from "./StringIndex.ts"
 
 /** An unused document or group number, or the end of a group's list. */
 const absent = -1
@@ -100,7 +101,7 @@ export class DocumentTable {
   readonly sessions = new StringCodes()
   /** Ids by number (undefined: unused). */
   private readonly ids: Array<string | undefined> = []
-  private readonly byId = new Map<string, number>()
+  private readonly byId = new StringIndex((num) => this.ids[num])
   private readonly freeNums: Array<number> = []
   private at = new Float64Array(0)
   /** The importance ranking uses (the document's, or the default). */
@@ -119,7 +120,7 @@ export class DocumentTable {
   private previousInGroup = new Int32Array(0)
   /** Group keys (`store \0 group`) by group number, and back. */
   private readonly groupKeys: Array<string | undefined> = []
-  private readonly groupNums = new Map<string, number>()
+  private readonly groupNums = new StringIndex((group) => this.groupKeys[group])
   private readonly freeGroups: Array<number> = []
   private groupFirst = new Int32Array(0)
 
@@ -142,8 +143,8 @@ export class DocumentTable {
   }
 
   /** Every id held, in no particular order. */
-  allIds(): IterableIterator<string> {
-    return this.byId.keys()
+  *allIds(): IterableIterator<string> {
+    for (const id of this.ids) if (id !== undefined) yield id
   }
 
   atOf(num: number): number {
@@ -185,8 +186,8 @@ export class DocumentTable {
   }
 
   /** Every group key, in no particular order. */
-  allGroupKeys(): IterableIterator<string> {
-    return this.groupNums.keys()
+  *allGroupKeys(): IterableIterator<string> {
+    for (const key of this.groupKeys) if (key !== undefined) yield key
   }
 
   /** The numbers of group `group`'s documents. */
@@ -250,8 +251,7 @@ export class DocumentTable {
 
   /** Removes document `num`; its group goes with its last document. */
   remove(num: number): void {
-    const id = this.ids[num]!
-    this.byId.delete(id)
+    this.byId.delete(this.ids[num]!)
     this.ids[num] = undefined
     this.stores.release(this.store[num]!)
     this.projects.release(this.project[num]!)
