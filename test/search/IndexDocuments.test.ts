@@ -1,16 +1,21 @@
 /**
  * The search index keeps its documents whole in search's LMDB only (DocumentStore.ts) and reads
  * them from there for the hits it returns, a timeline and re-embedding: each read is the document
- * as last replaced, before its write is committed and after, a removed one is never read, and a
- * fresh index loaded from the file answers as the one that wrote it.
+ * as last replaced, before its write is committed and after, a removed one is never read (also
+ * when it goes while a search embeds its query), and a fresh index loaded from the file answers as
+ * the one that wrote it.
  */
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Effect } from "effect"
 import { afterAll, assert, describe, it } from "vitest"
+import { layer as embedderLayer } from "../../src/search/embedding/Embedder.ts"
+import { makeIndexCore } from "../../src/search/index/IndexCore.ts"
 import type { SearchDocument } from "../../src/search/index/SearchDocument.ts"
 import { SearchIndex } from "../../src/search/index/SearchIndex.ts"
 import { openLmdbPersistence, type SearchPersistence } from "../../src/search/persistence/SearchPersistence.ts"
+import { writeTinyBert } from "./tinyModels.ts"
 
 const dirs: Array<string> = []
 afterAll(() => {
@@ -137,5 +142,63 @@ describe("SearchIndex with its documents in search's LMDB", () => {
     )
     assert.deepStrictEqual(index.get("m2"), text)
     await reopened.close()
+  })
+
+  it("answers a search that a delete and an update overtake while its query is embedded from what is left", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "mnemos-index-documents-core-"))
+    dirs.push(dataDir)
+    const modelDir = join(dataDir, "model")
+    mkdirSync(modelDir)
+    writeTinyBert(modelDir)
+    const doomed = message("m1", "deploy failed", now - 2000, { role: "user" })
+    const updated = message("m2", "deploy rolled back, then again", now - 1000, { role: "user" })
+    const result = await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const core = yield* makeIndexCore({ stores: ["conversations"], dataDir })
+          yield* core.load
+          yield* core.apply(
+            "conversations",
+            [
+              { group: "p\u0000m1", documents: [doomed] },
+              { group: "p\u0000m2", documents: [message("m2", "deploy done", now - 1000, { role: "user" })] },
+            ],
+            1,
+            1,
+            now,
+          )
+          // Both start at once: the search embeds its query first (onnxruntime answers later, on
+          // its own thread), and only then takes the index's lock, which the changes take at once.
+          const [searched] = yield* Effect.all(
+            [
+              core.search({ query: "deploy", mode: "hybrid", filter: {}, limit: 10 }, now),
+              core.apply(
+                "conversations",
+                [
+                  { group: "p\u0000m1", documents: [] },
+                  { group: "p\u0000m2", documents: [updated] },
+                ],
+                2,
+                1,
+                now,
+              ),
+            ],
+            { concurrency: "unbounded" },
+          )
+          const after = yield* core.search({ query: "deploy", mode: "hybrid", filter: {}, limit: 10 }, now)
+          return { searched, after, details: yield* core.documents(["m1", "m2"]) }
+        }),
+      ).pipe(Effect.provide(embedderLayer({ model: { kind: "transformer", dir: modelDir }, worker: false }))),
+    )
+    assert.deepStrictEqual(
+      result.searched.hits.map((hit) => hit.document),
+      [updated],
+      "overtaken: the deleted message is not found, the updated one is read as it is now",
+    )
+    assert.deepStrictEqual(
+      result.after.hits.map((hit) => hit.document),
+      [updated],
+    )
+    assert.deepStrictEqual(result.details, [undefined, updated])
   })
 })
