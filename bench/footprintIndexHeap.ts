@@ -2,7 +2,7 @@
  * What the search index alone holds once a persisted index is loaded (issue 28): `node --expose-gc
  * --import tsx bench/footprintIndexHeap.ts <data dir>/search/lmdb [snapshot file]`. Loads every
  * persisted group and vector into a `SearchIndex` as the search thread's load does (without the
- * model), then prints the heap and array buffers it added after full GCs; with a file, writes a V8
+ * model; its documents stay in search's LMDB, read on demand), then prints the heap and array buffers it added after full GCs; with a file, writes a V8
  * heap snapshot there (open it in Chrome's DevTools, or aggregate it by node type and name).
  */
 import { writeHeapSnapshot } from "node:v8"
@@ -17,10 +17,10 @@ const mib = (bytes: number) => (bytes / 1024 / 1024).toFixed(1)
 gc()
 const before = process.memoryUsage()
 const persistence = openLmdbPersistence(path)
-const index = new SearchIndex()
+const index = new SearchIndex(undefined, persistence)
 const started = performance.now()
 for (const group of persistence.groups()) {
-  index.replaceGroup(group.store, group.group, group.documents)
+  index.loadGroup(group.store, group.group, group.documents)
   for (const document of group.documents) {
     const stored = persistence.vector(document.id)
     if (stored !== undefined) index.setVector(document.id, stored.hash, stored.vector)

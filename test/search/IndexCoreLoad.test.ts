@@ -44,7 +44,7 @@ const residentBytesOf = (file: string): number => {
 
 describe("the search index's warm start", () => {
   it.skipIf(process.platform !== "linux")(
-    "lets go of the persisted file's pages it mapped once warm-up is over",
+    "lets go of the persisted file's pages it mapped once warm-up is over, and of those reads mapped once idle",
     async () => {
       const dataDir = mkdtempSync(join(tmpdir(), "mnemos-core-pages-"))
       dirs.push(dataDir)
@@ -63,19 +63,30 @@ describe("the search index's warm start", () => {
       const resident = await Effect.runPromise(
         Effect.scoped(
           Effect.gen(function* () {
-            const core = yield* makeIndexCore({ stores: ["notes"], dataDir })
+            const core = yield* makeIndexCore({ stores: ["notes"], dataDir, releaseMappedPagesIdleMs: 0 })
             yield* core.load
             const loaded = residentBytesOf(join(path, "data.mdb"))
             yield* core.embedMissing
             const warm = residentBytesOf(join(path, "data.mdb"))
-            const found = (yield* core.documents(["n0", "n3999"])).map((document) => document?.id)
-            return { loaded, warm, found, stats: yield* core.stats }
+            // Documents are read from the file (the index holds their columns only).
+            const all = yield* core.documents(Array.from({ length: 4000 }, (_, i) => `n${i}`))
+            const read = residentBytesOf(join(path, "data.mdb"))
+            yield* core.tick // idle for the 0 ms this core waits
+            const idle = residentBytesOf(join(path, "data.mdb"))
+            const found = (yield* core.documents(["n0", "n3999"])).map((document) => document?.text)
+            return { loaded, warm, all, read, idle, found, stats: yield* core.stats }
           }),
         ).pipe(Effect.provide(embedderLayer({ model: { kind: "transformer", dir: modelDir }, worker: false }))),
       )
       assert.isAtLeast(resident.loaded, 2 * 1024 * 1024, "the load read the file through its map")
       assert.isAtMost(resident.warm, 256 * 1024, "warm, the daemon holds next to none of it")
-      assert.deepStrictEqual(resident.found, ["n0", "n3999"])
+      assert.deepStrictEqual(
+        resident.all.map((document) => document?.text),
+        Array.from({ length: 4000 }, (_, i) => `note ${i} `.repeat(100)),
+      )
+      assert.isAtLeast(resident.read, 2 * 1024 * 1024, "reading the documents mapped the file again")
+      assert.isAtMost(resident.idle, 256 * 1024, "idle, the pages are let go")
+      assert.deepStrictEqual(resident.found, ["note 0 ".repeat(100), "note 3999 ".repeat(100)])
       assert.strictEqual(resident.stats.index.vectors, 4000)
       assert.strictEqual(resident.stats.memory?.heapUsedBytes !== undefined, true, "stats report the thread's heap")
     },

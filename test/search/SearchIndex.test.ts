@@ -8,7 +8,12 @@ import fc from "fast-check"
 import { assert, describe, it } from "vitest"
 import { embeddingText, type SearchDocument } from "../../src/search/index/SearchDocument.ts"
 import { SearchIndex } from "../../src/search/index/SearchIndex.ts"
-import type { SearchFilter, SearchMode } from "../../src/search/ranking/Ranking.ts"
+import {
+  type SearchFilter,
+  type SearchMode,
+  type SeedEventType,
+  seedEventTypes,
+} from "../../src/search/ranking/Ranking.ts"
 import { bruteForceSearch, bruteForceTimeline } from "./reference.ts"
 
 const words = [
@@ -54,10 +59,22 @@ const documentDraft = fc.record({
   title: text,
   text,
   project: fc.constantFrom("p1", "p2"),
-  kind: fc.constantFrom("note", "task"),
+  kind: fc.constantFrom("note", "task", "message", "adr"),
   session: fc.option(fc.constantFrom("s1", "s2"), { nil: undefined }),
   at: fc.integer({ min: now - 1e9, max: now }),
   importance: fc.option(fc.double({ min: 0, max: 1, noNaN: true }), { nil: undefined }),
+  // What seed 000's event types read (the index keeps them as bits, not the fields).
+  fields: fc.option(
+    fc.record(
+      {
+        role: fc.constantFrom("user", "assistant", "system", "tool"),
+        tool_call_id: fc.constantFrom("call-1", 7),
+        memory_kind: fc.constantFrom("semantic", "episodic", "summary"),
+      },
+      { requiredKeys: [] },
+    ),
+    { nil: undefined },
+  ),
 })
 
 /** Replace group `group` of `store` with up to three documents; each new embedding may be computed or not. */
@@ -71,10 +88,11 @@ const operation = fc.record({
 
 const filterArbitrary: fc.Arbitrary<SearchFilter> = fc.record(
   {
-    projects: fc.constantFrom(["p1"], ["p2"], ["p1", "p2"]),
-    stores: fc.constantFrom(["alpha"], ["beta"]),
-    kinds: fc.constantFrom(["note"], ["task"]),
-    session: fc.constantFrom("s1", "s2"),
+    projects: fc.constantFrom(["p1"], ["p2"], ["p1", "p2"], ["p3"]),
+    stores: fc.constantFrom(["alpha"], ["beta"], ["alpha", "gamma"]),
+    kinds: fc.constantFrom(["note"], ["task"], ["message", "adr"], ["unheard-of"]),
+    session: fc.constantFrom("s1", "s2", "s3"),
+    eventType: fc.constantFrom(...(Object.keys(seedEventTypes) as Array<SeedEventType>)),
     since: fc.integer({ min: now - 1e9, max: now }),
     until: fc.integer({ min: now - 1e9, max: now }),
   },

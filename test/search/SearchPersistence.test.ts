@@ -1,7 +1,9 @@
 /**
  * Search's persistence and its in-memory twin keep the same contract (one suite, both layers):
  * groups come back whole and in key order, vectors with their hash, sequences and model id; the next
- * model's vectors stay apart from the current ones until the switch, across reopening.
+ * model's vectors stay apart from the current ones until the switch, across reopening. As the
+ * index's document store it reads back each document as last put or removed at once, before its
+ * transaction commits, after it, across reopening and a compaction.
  */
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -152,6 +154,46 @@ describe.each(layers)("SearchPersistence (%s)", (_, make) => {
     assert.strictEqual(fourth.nextVector("a"), undefined)
     assert.deepStrictEqual([...fourth.vector("a")!.vector], [0.5, 0.5, 0.5])
     await fourth.close()
+  })
+
+  it("reads each document as last written at once, committed or not, and after reopening and compacting", async () => {
+    const layer = make()
+    const first = layer.open()
+    const a1 = document("a", "s", "first text")
+    const a2 = { ...document("a", "s", "second text"), fields: { tag: "y" } }
+    first.putDocument("g\u0000x", a1)
+    first.putDocument("g\u0000x", document("b", "s", "bee"))
+    // The same transaction: nothing committed yet.
+    assert.deepStrictEqual(first.document("s", "g\u0000x", "a"), a1)
+    assert.isTrue(first.holds("g\u0000x", a1))
+    assert.isFalse(first.holds("g\u0000x", a2))
+    assert.isFalse(first.holds("g", a1)) // another group's key
+    first.putDocument("g\u0000x", a2)
+    assert.deepStrictEqual(first.document("s", "g\u0000x", "a"), a2)
+    await first.committed()
+    assert.deepStrictEqual(first.document("s", "g\u0000x", "a"), a2)
+    assert.isTrue(first.holds("g\u0000x", a2))
+    assert.isFalse(first.holds("g\u0000x", a1))
+    // Removed, then put again, then removed, each in a later transaction than the last.
+    first.removeDocument("s", "g\u0000x", "b")
+    assert.strictEqual(first.document("s", "g\u0000x", "b"), undefined)
+    assert.isFalse(first.holds("g\u0000x", document("b", "s", "bee")))
+    await sleep(0)
+    first.putDocument("g\u0000x", document("b", "s", "bee again"))
+    assert.deepStrictEqual(first.document("s", "g\u0000x", "b"), document("b", "s", "bee again"))
+    await sleep(0)
+    first.removeDocument("s", "g\u0000x", "b")
+    assert.strictEqual(first.document("s", "g\u0000x", "b"), undefined)
+    await first.committed()
+    assert.strictEqual(first.document("s", "g\u0000x", "b"), undefined)
+    await first.compact()
+    assert.deepStrictEqual(first.document("s", "g\u0000x", "a"), a2)
+    await first.close()
+    const second = layer.open()
+    assert.deepStrictEqual(second.document("s", "g\u0000x", "a"), a2)
+    assert.strictEqual(second.document("s", "g\u0000x", "b"), undefined)
+    assert.strictEqual(second.document("t", "g\u0000x", "a"), undefined)
+    await second.close()
   })
 
   it("gives back a group whose key holds the separator whole (a conversation's is project\\0id)", async () => {

@@ -9,6 +9,10 @@
  * search that arrives after a group replacement sees it. Loading what was persisted goes on in
  * slices of `warmSliceMs` under the same lock, so searches are answered meanwhile (not warm yet).
  *
+ * The index keeps its documents whole in persistence only (SearchIndex.ts), and reads them for
+ * the hits shown: reads map the file's pages, so once warm, `tick` lets go of them when no read
+ * came for `releaseMappedPagesIdleMs`.
+ *
  * The model loads on the first need (a document to embed, a search by meaning); if it is not up
  * within `modelWaitMs` (a first-run build), documents wait for it in `deferred` and are found by
  * words meanwhile; `tick` embeds them once it is, and grows the ANN index in small steps.
@@ -32,6 +36,13 @@ import { type IndexStats, noVector, type PendingEmbedding, SearchIndex, type Tim
 
 /** Longest run of loading persisted documents before other work gets a turn (searches wait at most this). */
 export const warmSliceMs = 10
+/**
+ * How long the index goes without reading search's file before it lets go of the pages its reads
+ * mapped (the documents of the hits shown, a timeline, the documents a change compares): each read
+ * maps the pages around it, about 40 KiB a document read at 100,000 entities, and they would stay
+ * in the daemon's resident set (SearchPersistence.ts `releaseMappedPages`).
+ */
+export const releaseMappedPagesIdleMs = 2_000
 /** Texts per embedding call. */
 export const embedChunkTexts = 512
 /** How long indexing waits for the model to load before its documents wait in the background. */
@@ -102,6 +113,8 @@ export interface CoreConfig {
   readonly dataDir?: string | undefined
   /** Texts per step of re-embedding after a model change (default `reembedChunkTexts`; tests lower it). */
   readonly reembedChunkTexts?: number | undefined
+  /** `releaseMappedPagesIdleMs` (tests lower it). */
+  readonly releaseMappedPagesIdleMs?: number | undefined
 }
 
 /** Builds the core; it flushes and closes its persistence when the scope closes. */
@@ -111,10 +124,25 @@ export const makeIndexCore = (config: CoreConfig) =>
     const scope = yield* Scope.Scope
     const lock = yield* Semaphore.make(1)
     const locked = <A, E, R>(effect: Effect.Effect<A, E, R>) => lock.withPermits(1)(effect)
+    /** Warm-up is over (and let go of the pages the load mapped). */
+    let warm = false
+    /** When an operation last read search's file since its mapped pages were let go (none: undefined). */
+    let readAt: number | undefined
+    /** `locked`, for an operation that reads search's file (documents, their JSON to compare). */
+    const reading = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+      locked(effect).pipe(
+        Effect.ensuring(
+          Effect.flatMap(Clock.currentTimeMillis, (now) =>
+            Effect.sync(() => {
+              readAt = now
+            }),
+          ),
+        ),
+      )
     const persistence: SearchPersistence =
       config.dataDir === undefined ? makeMemoryPersistence() : openLmdbPersistence(`${config.dataDir}/search/lmdb`)
     yield* Effect.addFinalizer(() => Effect.promise(() => persistence.close().catch(() => undefined)))
-    const index = new SearchIndex()
+    const index = new SearchIndex(undefined, persistence)
     const stores = new Set(config.stores)
     let loaded = false
     let eventsApplied = 0
@@ -144,9 +172,13 @@ export const makeIndexCore = (config: CoreConfig) =>
     let replacedWhileLoading: Set<string> | undefined = new Set()
     const groupKey = (store: string, group: string) => `${store}\u0000${group}`
 
-    /** Replaces a group in the index and in persistence; returns what needs embedding. */
+    /**
+     * Replaces a group in the index, which writes its documents to persistence (the index's
+     * document store), and drops the vectors of the documents it lost; returns what needs embedding.
+     */
     const applyGroup = (store: string, change: GroupDocuments): Array<PendingEmbedding> => {
-      const before = new Set(index.groupIds(store, change.group))
+      const held = new Set(index.groupIds(store, change.group))
+      const before = new Set(held)
       // While the load runs, the group's persisted documents may not be in the index yet (and the
       // load will skip them now): the ones this change drops go from persistence here, or a record
       // removed during a warm start stayed findable after the next.
@@ -155,17 +187,15 @@ export const makeIndexCore = (config: CoreConfig) =>
         for (const id of persistence.groupDocumentIds(store, change.group)) before.add(id)
         replacedWhileLoading.add(key)
       }
-      const changed: Array<SearchDocument> = []
-      const pending = index.replaceGroup(store, change.group, change.documents, changed)
+      // Only what changed is written: an entity with 5,000 observations gaining one writes one.
+      const pending = index.replaceGroup(store, change.group, change.documents)
       const now = new Set(change.documents.map((document) => document.id))
       for (const id of before)
         if (!now.has(id)) {
-          persistence.removeDocument(store, change.group, id)
+          if (!held.has(id)) persistence.removeDocument(store, change.group, id) // the index removed its own
           persistence.removeVector(id)
           modelSwitch?.removed(id)
         }
-      // Only what changed is written: an entity with 5,000 observations gaining one writes one.
-      for (const document of changed) persistence.putDocument(change.group, document)
       return pending
     }
 
@@ -221,7 +251,7 @@ export const makeIndexCore = (config: CoreConfig) =>
      * becomes the store's persisted position, `at` (the first event's commit time) gives the lag.
      */
     const apply = (store: string, groups: ReadonlyArray<GroupDocuments>, seq: number, events: number, at: number) =>
-      locked(
+      reading(
         Effect.gen(function* () {
           setSeq(store, seq)
           eventsApplied += events
@@ -233,7 +263,7 @@ export const makeIndexCore = (config: CoreConfig) =>
       )
 
     /** Replaces groups found by a scan of a store (reconciling). */
-    const replace = (store: string, groups: ReadonlyArray<GroupDocuments>) => locked(replaceGroups(store, groups))
+    const replace = (store: string, groups: ReadonlyArray<GroupDocuments>) => reading(replaceGroups(store, groups))
 
     /**
      * Compares the model of the stored vectors with the embedder's: the same, or a change with the
@@ -302,7 +332,7 @@ export const makeIndexCore = (config: CoreConfig) =>
           return
         }
         if (replacedWhileLoading?.has(groupKey(group.store, group.group))) return // an event got there first
-        index.replaceGroup(group.store, group.group, group.documents)
+        index.loadGroup(group.store, group.group, group.documents)
         for (const document of group.documents) {
           const stored = persistence.vector(document.id)
           if (stored !== undefined) index.setVector(document.id, stored.hash, stored.vector)
@@ -331,6 +361,15 @@ export const makeIndexCore = (config: CoreConfig) =>
       return persistedSeqs
     })
 
+    /** Lets go of the file's pages mapped so far (under the lock: nothing writes meanwhile). */
+    const releaseMappedPages = locked(
+      Effect.promise(async () => {
+        readAt = undefined
+        await persistence.releaseMappedPages()
+      }),
+    )
+    const idleMs = config.releaseMappedPagesIdleMs ?? releaseMappedPagesIdleMs
+
     /**
      * Embeds every document still without a vector, in chunks (the end of warm-up); then lets go of
      * the persisted file's pages that the load and the reconciles mapped (SearchPersistence.ts).
@@ -347,11 +386,16 @@ export const makeIndexCore = (config: CoreConfig) =>
         progress(Math.min(missing.length, start + embedChunkTexts * 4))
         yield* Effect.yieldNow
       }
-      yield* locked(Effect.promise(() => persistence.releaseMappedPages()))
+      yield* releaseMappedPages
+      warm = true
     })
 
-    /** Background work: documents that waited for the model, a step of re-embedding, one of the ANN index. */
+    /**
+     * Background work: documents that waited for the model, a step of re-embedding, one of the ANN
+     * index; once warm, letting go of the pages reads mapped when none came for `idleMs`.
+     */
     const tick = Effect.gen(function* () {
+      if (warm && readAt !== undefined && (yield* Clock.currentTimeMillis) - readAt >= idleMs) yield* releaseMappedPages
       if (deferred.size > 0 && live().status().state === "ready") yield* locked(embed([]))
       if (loaded && modelSwitch !== undefined) yield* modelSwitch.step
       if (index.vectors.annBacklogSize > 0 || (!index.vectors.annReady && index.vectors.size > 0))
@@ -367,7 +411,7 @@ export const makeIndexCore = (config: CoreConfig) =>
       Effect.gen(function* () {
         const model = live()
         const early = yield* embedQuery(model, request)
-        return yield* locked(
+        return yield* reading(
           Effect.gen(function* () {
             // The models were swapped meanwhile: the query is embedded again, as the vectors are now.
             const vector = live() === model ? early : yield* embedQuery(live(), request)
@@ -413,9 +457,9 @@ export const makeIndexCore = (config: CoreConfig) =>
       tick,
       search,
       documents: (ids: ReadonlyArray<string>): Effect.Effect<ReadonlyArray<SearchDocument | undefined>> =>
-        locked(Effect.sync(() => ids.map((id) => index.get(id)))),
+        reading(Effect.sync(() => ids.map((id) => index.get(id)))),
       timeline: (ids: ReadonlyArray<string>, window: number): Effect.Effect<ReadonlyArray<Timeline | undefined>> =>
-        locked(Effect.sync(() => ids.map((id) => index.timeline(id, window)))),
+        reading(Effect.sync(() => ids.map((id) => index.timeline(id, window)))),
       stats: locked(Effect.sync(stats)),
       compact: locked(Effect.promise(() => persistence.compact())),
     }

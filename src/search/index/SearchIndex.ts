@@ -1,7 +1,12 @@
 /**
- * The in-memory search index: every searchable document, its full-text postings and its vector.
+ * The in-memory search index: every searchable document's full-text postings, its vector, and the
+ * columns ranking and filters read (DocumentTable.ts); the documents themselves are kept whole in
+ * a document store (DocumentStore.ts: search's LMDB) and read from it for the hits a search
+ * returns, the candidates term alignment re-ranks, a timeline and re-embedding. The index writes
+ * the documents it adds, changes and removes to that store, so the two agree whenever the index
+ * is not in the middle of a call (`loadGroup` adds documents read from the store, writing nothing).
  *
- * Owns document numbers (dense, reused after deletes) and the group → documents map of the
+ * Owns document numbers (dense, reused after deletes) and the group → documents lists of the
  * searchable-documents contract. Synchronous and single-owner: the indexer calls it under its
  * lock. Vectors arrive later than documents (they are computed in the embedder's worker), so
  * `setVector` takes the content hash the vector was computed from and ignores it when the
@@ -17,7 +22,7 @@ import {
   alignmentWeights,
   fuse,
   fusionCandidatesMax,
-  passes,
+  type Rankable,
   realign,
   type SearchFilter,
   type SearchHit,
@@ -27,18 +32,12 @@ import {
 } from "../ranking/Ranking.ts"
 import type { TermAligner } from "../ranking/TermAlignment.ts"
 import type { CompactVector } from "./CompactVector.ts"
+import { type DocumentStore, makeMemoryDocumentStore } from "./DocumentStore.ts"
+import { DocumentTable } from "./DocumentTable.ts"
 import { type CompactWhen, fullTextFields, LexicalIndex } from "./LexicalIndex.ts"
 import { embeddingText, hashText, type SearchDocument } from "./SearchDocument.ts"
 import { fullTextTerms } from "./Tokenizer.ts"
 import { VectorIndex } from "./VectorIndex.ts"
-
-interface Entry {
-  readonly num: number
-  readonly document: SearchDocument
-  /** Hash of `embeddingText(document)`: the vector is valid while it is unchanged. */
-  readonly hash: string
-  readonly groupKey: string
-}
 
 /** A document that needs (re-)embedding. */
 export interface PendingEmbedding {
@@ -86,36 +85,41 @@ export interface Timeline {
 export const noVector = new Float32Array(0)
 
 const groupKeyOf = (store: string, group: string) => `${store}\u0000${group}`
+/** The group of a key of `groupKeyOf` (a group may hold the separator, a store's name does not). */
+const groupOfKey = (key: string) => key.slice(key.indexOf("\u0000") + 1)
 const compareIds = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
-/** Timeline order: by time, then id. */
-const compareInTime = (a: SearchDocument, b: SearchDocument) => a.at - b.at || compareIds(a.id, b.id)
-
-const sameDocument = (a: SearchDocument, b: SearchDocument) => JSON.stringify(a) === JSON.stringify(b)
 
 /** The terms of each full-text field of a document. */
 export const documentFieldTerms = (document: SearchDocument): Array<Array<string>> =>
   fullTextFields.map((field) => fullTextTerms(field === "title" ? document.title : document.text))
 
-/** Documents, postings and vectors. */
+/** What ranking reads of a candidate, from the columns (the document is read once it is shown). */
+interface Candidate extends Rankable {
+  readonly num: number
+}
+
+/** Documents' postings, vectors and columns; the documents themselves in a `DocumentStore`. */
 export class SearchIndex {
-  private readonly byId = new Map<string, Entry>()
-  private readonly byNum: Array<Entry | undefined> = []
-  private readonly freeNums: Array<number> = []
-  private readonly groups = new Map<string, Set<string>>()
+  private readonly table = new DocumentTable()
   private readonly lexical: LexicalIndex
+  private readonly store: DocumentStore
   private live = new VectorIndex()
   /** Documents embedded without a vector (no word the model knows): not pending, nothing to find by meaning. */
   private withoutVector = new Set<number>()
   /** The next model's vectors, while a model switch moves them in. */
   private next: { readonly vectors: VectorIndex; readonly without: Set<number> } | undefined
 
-  /** `compactWhen`: when the full-text postings are rebuilt (LexicalIndex; tests compact often). */
-  constructor(compactWhen?: CompactWhen) {
+  /**
+   * `compactWhen`: when the full-text postings are rebuilt (LexicalIndex; tests compact often).
+   * `documents`: where documents are kept whole (search's persistence; in memory when absent).
+   */
+  constructor(compactWhen?: CompactWhen, documents: DocumentStore = makeMemoryDocumentStore()) {
     this.lexical = new LexicalIndex(compactWhen)
+    this.store = documents
   }
 
   get size(): number {
-    return this.byId.size
+    return this.table.size
   }
 
   /** The vectors searches use. */
@@ -123,94 +127,98 @@ export class SearchIndex {
     return this.live
   }
 
+  /** Document `num` as the store keeps it. */
+  private read(num: number): SearchDocument {
+    const table = this.table
+    const id = table.id(num)!
+    const document = this.store.document(table.storeOf(num), groupOfKey(table.groupKey(table.groupOf(num))), id)
+    // The index writes every document it holds to the store before it holds it (and reads it
+    // only under the same lock): a document missing there is a bug, not a race.
+    if (document === undefined) throw new Error(`search: document ${id} is indexed but not in the document store`)
+    return document
+  }
+
   get(id: string): SearchDocument | undefined {
-    return this.byId.get(id)?.document
+    const num = this.table.num(id)
+    return num === undefined ? undefined : this.read(num)
   }
 
   /** The stored vector of `id`, as float32 (within half a code of what was set: CompactVector.ts). */
   vectorOf(id: string): Float32Array | undefined {
-    const entry = this.byId.get(id)
-    return entry === undefined ? undefined : this.live.get(entry.num)
+    const num = this.table.num(id)
+    return num === undefined ? undefined : this.live.get(num)
   }
 
-  /** Every document, in no particular order. */
+  /** Every document, in no particular order (each read from the store). */
   *documents(): Iterable<SearchDocument> {
-    for (const entry of this.byId.values()) yield entry.document
+    for (const id of [...this.table.allIds()]) {
+      const num = this.table.num(id)
+      if (num !== undefined) yield this.read(num)
+    }
   }
 
   /** The ids of a group. */
   groupIds(store: string, group: string): ReadonlyArray<string> {
-    return [...(this.groups.get(groupKeyOf(store, group)) ?? [])]
+    const num = this.table.groupNum(groupKeyOf(store, group))
+    return num === undefined ? [] : this.table.members(num).map((member) => this.table.id(member)!)
   }
 
   /** Every group of `store`, as keys of `replaceGroup`. */
   groupsOf(store: string): Array<string> {
     const prefix = `${store}\u0000`
-    return [...this.groups.keys()].filter((key) => key.startsWith(prefix)).map((key) => key.slice(prefix.length))
+    return [...this.table.allGroupKeys()].filter((key) => key.startsWith(prefix)).map((key) => key.slice(prefix.length))
   }
 
   /** Stores that have documents. */
   stores(): Set<string> {
-    const out = new Set<string>()
-    for (const entry of this.byId.values()) out.add(entry.document.store)
-    return out
+    return new Set(Object.keys(this.table.stores.counts()))
   }
 
-  /** Live counts per store, kind and session, kept as documents come and go (health reads them often). */
-  private readonly counts = {
-    store: new Map<string, number>(),
-    kind: new Map<string, number>(),
-    session: new Map<string, number>(),
+  /** Drops document `num` from the postings, vectors and columns (not from the store). */
+  private removeNum(num: number) {
+    this.lexical.remove(num)
+    this.live.remove(num)
+    this.withoutVector.delete(num)
+    this.next?.vectors.remove(num)
+    this.next?.without.delete(num)
+    this.table.remove(num)
   }
 
-  private count(document: SearchDocument, delta: 1 | -1) {
-    const bump = (map: Map<string, number>, key: string | undefined) => {
-      if (key === undefined) return
-      const next = (map.get(key) ?? 0) + delta
-      if (next === 0) map.delete(key)
-      else map.set(key, next)
-    }
-    bump(this.counts.store, document.store)
-    bump(this.counts.kind, document.kind)
-    bump(this.counts.session, document.session)
-  }
-
-  private removeEntry(entry: Entry) {
-    this.count(entry.document, -1)
-    this.lexical.remove(entry.num)
-    this.live.remove(entry.num)
-    this.withoutVector.delete(entry.num)
-    this.next?.vectors.remove(entry.num)
-    this.next?.without.delete(entry.num)
-    this.byId.delete(entry.document.id)
-    this.byNum[entry.num] = undefined
-    this.freeNums.push(entry.num)
-  }
-
-  /** Removes one document. */
+  /** Removes one document, from the index and the store. */
   remove(id: string): boolean {
-    const entry = this.byId.get(id)
-    if (entry === undefined) return false
-    this.removeEntry(entry)
-    const members = this.groups.get(entry.groupKey)
-    members?.delete(id)
-    if (members?.size === 0) this.groups.delete(entry.groupKey)
+    const num = this.table.num(id)
+    if (num === undefined) return false
+    const store = this.table.storeOf(num)
+    const group = groupOfKey(this.table.groupKey(this.table.groupOf(num)))
+    this.removeNum(num)
+    this.store.removeDocument(store, group, id)
     return true
   }
 
-  /**
-   * Makes `documents` the whole of group `group` of `store`: adds and updates them, removes the
-   * group's others. Returns the documents whose embedding is now missing or stale.
-   */
-  replaceGroup(
+  /** Indexes `document` (not held) in group `key`; its vector, when known, moved in compact form. */
+  private addNum(
     store: string,
-    group: string,
-    documents: ReadonlyArray<SearchDocument>,
-    /** Receives the documents actually added or changed (unchanged ones are skipped). */
-    changed?: Array<SearchDocument>,
-  ): Array<PendingEmbedding> {
+    key: string,
+    document: SearchDocument,
+    hash: string,
+    vector: Float32Array | CompactVector | undefined,
+    nextVector: Float32Array | CompactVector | undefined,
+  ): number {
+    const num = this.table.add(document, key, hash)
+    this.lexical.add(num, store, documentFieldTerms(document))
+    if (vector !== undefined) this.putVector(num, vector)
+    if (nextVector !== undefined) this.putNextVector(num, nextVector)
+    return num
+  }
+
+  /**
+   * Makes `documents` the whole of group `group` of `store`: adds and updates them (in the store
+   * too), removes the group's others. Returns the documents whose embedding is now missing or stale.
+   */
+  replaceGroup(store: string, group: string, documents: ReadonlyArray<SearchDocument>): Array<PendingEmbedding> {
     const key = groupKeyOf(store, group)
-    const previous = this.groups.get(key) ?? new Set<string>()
+    const groupNum = this.table.groupNum(key)
+    const previous = groupNum === undefined ? [] : this.table.members(groupNum).map((num) => this.table.id(num)!)
     const next = new Set<string>()
     const pending: Array<PendingEmbedding> = []
     for (const document of documents) {
@@ -218,37 +226,45 @@ export class SearchIndex {
       next.add(document.id)
       const text = embeddingText(document)
       const hash = hashText(text)
-      const existing = this.byId.get(document.id)
-      if (existing !== undefined && existing.groupKey === key && sameDocument(existing.document, document)) {
-        if (!this.isEmbedded(existing.num)) pending.push({ id: document.id, hash, text })
+      const existing = this.table.num(document.id)
+      const sameGroup = existing !== undefined && this.table.groupKey(this.table.groupOf(existing)) === key
+      if (existing !== undefined && sameGroup && this.store.holds(group, document)) {
+        if (!this.isEmbedded(existing)) pending.push({ id: document.id, hash, text })
         continue
       }
       // Moved in their compact form: nothing to expand and compact again.
       let vector: Float32Array | CompactVector | undefined
       let nextVector: Float32Array | CompactVector | undefined
       if (existing !== undefined) {
-        if (existing.hash === hash) {
-          vector = this.withoutVector.has(existing.num) ? noVector : this.live.getCompact(existing.num)
-          nextVector = this.next?.without.has(existing.num) ? noVector : this.next?.vectors.getCompact(existing.num)
+        if (this.table.hashOf(existing) === hash) {
+          vector = this.withoutVector.has(existing) ? noVector : this.live.getCompact(existing)
+          nextVector = this.next?.without.has(existing) ? noVector : this.next?.vectors.getCompact(existing)
         }
-        if (existing.groupKey !== key) this.remove(document.id)
-        else this.removeEntry(existing)
+        if (!sameGroup) this.remove(document.id)
+        else this.removeNum(existing)
       }
-      changed?.push(document)
-      const num = this.freeNums.pop() ?? this.byNum.length
-      const entry: Entry = { num, document, hash, groupKey: key }
-      this.byNum[num] = entry
-      this.byId.set(document.id, entry)
-      this.count(document, 1)
-      this.lexical.add(num, store, documentFieldTerms(document))
-      if (vector !== undefined) this.putVector(num, vector)
-      else pending.push({ id: document.id, hash, text })
-      if (nextVector !== undefined) this.putNextVector(num, nextVector)
+      this.store.putDocument(group, document)
+      this.addNum(store, key, document, hash, vector, nextVector)
+      if (vector === undefined) pending.push({ id: document.id, hash, text })
     }
     for (const id of previous) if (!next.has(id)) this.remove(id)
-    if (next.size > 0) this.groups.set(key, next)
-    else this.groups.delete(key)
     return pending
+  }
+
+  /**
+   * Adds group `group` of `store` as read from the document store (a load): nothing is written
+   * back. Documents the index holds already are replaced, as `replaceGroup` would.
+   */
+  loadGroup(store: string, group: string, documents: ReadonlyArray<SearchDocument>): void {
+    const key = groupKeyOf(store, group)
+    const seen = new Set<string>()
+    for (const document of documents) {
+      if (seen.has(document.id)) continue
+      seen.add(document.id)
+      const existing = this.table.num(document.id)
+      if (existing !== undefined) this.removeNum(existing)
+      this.addNum(store, key, document, hashText(embeddingText(document)), undefined, undefined)
+    }
   }
 
   private isEmbedded(num: number): boolean {
@@ -281,12 +297,23 @@ export class SearchIndex {
     this.next = { vectors: new VectorIndex(), without: new Set() }
   }
 
+  /** The number of `id` if its embedding text still hashes to `hash`. */
+  private current(id: string, hash: string): number | undefined {
+    const num = this.table.num(id)
+    return num !== undefined && this.table.hashOf(num) === hash ? num : undefined
+  }
+
   /** Like `setVector`, for the next model's set; false also when there is none. */
   setNextVector(id: string, hash: string, vector: Float32Array): boolean {
-    const entry = this.byId.get(id)
-    if (this.next === undefined || entry === undefined || entry.hash !== hash) return false
-    this.putNextVector(entry.num, vector)
+    const num = this.current(id, hash)
+    if (this.next === undefined || num === undefined) return false
+    this.putNextVector(num, vector)
     return true
+  }
+
+  /** What document `num` is embedded from (its text read from the store). */
+  private pendingOf(num: number): PendingEmbedding {
+    return { id: this.table.id(num)!, hash: this.table.hashOf(num), text: embeddingText(this.read(num)) }
   }
 
   /** Documents the next model's set has no vector for. */
@@ -294,9 +321,9 @@ export class SearchIndex {
     const next = this.next
     if (next === undefined) return []
     const out: Array<PendingEmbedding> = []
-    for (const entry of this.byId.values())
-      if (!next.vectors.has(entry.num) && !next.without.has(entry.num))
-        out.push({ id: entry.document.id, hash: entry.hash, text: embeddingText(entry.document) })
+    for (let num = 0; num < this.table.numsEnd; num++)
+      if (this.table.id(num) !== undefined && !next.vectors.has(num) && !next.without.has(num))
+        out.push(this.pendingOf(num))
     return out
   }
 
@@ -315,13 +342,13 @@ export class SearchIndex {
 
   /** Every document id, in no particular order. */
   ids(): Array<string> {
-    return [...this.byId.keys()]
+    return [...this.table.allIds()]
   }
 
   /** What `id` is embedded from now, or undefined when it is gone. */
   embeddingOf(id: string): PendingEmbedding | undefined {
-    const entry = this.byId.get(id)
-    return entry === undefined ? undefined : { id, hash: entry.hash, text: embeddingText(entry.document) }
+    const num = this.table.num(id)
+    return num === undefined ? undefined : this.pendingOf(num)
   }
 
   /**
@@ -329,44 +356,53 @@ export class SearchIndex {
    * vector records that the text has none (no word the model knows).
    */
   setVector(id: string, hash: string, vector: Float32Array): boolean {
-    const entry = this.byId.get(id)
-    if (entry === undefined || entry.hash !== hash) return false
-    this.putVector(entry.num, vector)
+    const num = this.current(id, hash)
+    if (num === undefined) return false
+    this.putVector(num, vector)
     return true
   }
 
   /** Documents whose embedding is pending (not yet computed for their current content). */
   missingVectors(): Array<PendingEmbedding> {
     const out: Array<PendingEmbedding> = []
-    for (const entry of this.byId.values())
-      if (!this.isEmbedded(entry.num))
-        out.push({ id: entry.document.id, hash: entry.hash, text: embeddingText(entry.document) })
+    for (let num = 0; num < this.table.numsEnd; num++)
+      if (this.table.id(num) !== undefined && !this.isEmbedded(num)) out.push(this.pendingOf(num))
     return out
   }
 
-  private readonly tieBreak = (a: number, b: number) =>
-    compareIds(this.byNum[a]!.document.id, this.byNum[b]!.document.id)
+  private readonly tieBreak = (a: number, b: number) => compareIds(this.table.id(a)!, this.table.id(b)!)
+
+  private candidate(num: number): Candidate {
+    return { num, id: this.table.id(num)!, at: this.table.atOf(num), importance: this.table.importanceOf(num) }
+  }
+
+  /** `hits` with their documents read from the store. */
+  private withDocuments(hits: ReadonlyArray<SearchHit<Candidate>>): Array<SearchHit> {
+    return hits.map((hit) => ({ ...hit, document: this.read(hit.document.num) }))
+  }
 
   /** Ranked hits for `query`. */
   search(query: IndexQuery): Array<SearchHit> {
-    const filter = query.filter
-    const accept = (num: number) => passes(filter, this.byNum[num]!.document)
+    const filter = this.table.compile(query.filter)
+    const accept = (num: number) => this.table.passes(filter, num)
     const lexical =
       query.mode === "semantic"
         ? []
         : this.lexical
-            .search(fullTextTerms(query.text), filter.stores, accept, fusionCandidatesMax, this.tieBreak)
-            .map((hit) => ({ document: this.byNum[hit.num]!.document, bm25: hit.score }))
+            .search(fullTextTerms(query.text), query.filter.stores, accept, fusionCandidatesMax, this.tieBreak)
+            .map((hit) => ({ document: this.candidate(hit.num), bm25: hit.score }))
     const semantic =
       query.mode === "lexical" || query.vector === undefined
         ? []
         : this.live
             .search(query.vector, accept, fusionCandidatesMax, semanticSimilarityMin, this.tieBreak)
             .filter((hit, _, hits) => hit.similarity >= hits[0]!.similarity - semanticSimilarityWindow)
-            .map((hit) => ({ document: this.byNum[hit.num]!.document, similarity: hit.similarity }))
+            .map((hit) => ({ document: this.candidate(hit.num), similarity: hit.similarity }))
     const aligner = alignmentWeights[query.mode] > 0 ? query.aligner : undefined
-    if (aligner === undefined) return fuse(query.mode, lexical, semantic, query.now, query.limit)
-    const fused = fuse(query.mode, lexical, semantic, query.now, Math.max(query.limit, alignmentCandidates))
+    if (aligner === undefined) return this.withDocuments(fuse(query.mode, lexical, semantic, query.now, query.limit))
+    const fused = this.withDocuments(
+      fuse(query.mode, lexical, semantic, query.now, Math.max(query.limit, alignmentCandidates)),
+    )
     const alignments = aligner.align(
       query.text,
       fused.map((hit) => embeddingText(hit.document)),
@@ -375,44 +411,52 @@ export class SearchIndex {
     return realign(query.mode, fused, alignments).slice(0, query.limit)
   }
 
+  /** Timeline order: by time, then id. */
+  private readonly compareInTime = (a: number, b: number) =>
+    this.table.atOf(a) - this.table.atOf(b) || compareIds(this.table.id(a)!, this.table.id(b)!)
+
   /**
    * What came before and after `id` in time: up to `window` documents each side, from the same
    * project (and the same session, when the document has one).
    */
   timeline(id: string, window: number): Timeline | undefined {
-    const anchor = this.get(id)
+    const table = this.table
+    const anchor = table.num(id)
     if (anchor === undefined) return undefined
-    const before: Array<SearchDocument> = [] // nearest last
-    const after: Array<SearchDocument> = [] // nearest first
-    for (const { document } of this.byId.values()) {
-      if (document.id === id || document.project !== anchor.project) continue
-      if (anchor.session !== undefined && document.session !== anchor.session) continue
-      if (compareInTime(document, anchor) < 0) {
-        if (before.length === window && compareInTime(document, before[0]!) <= 0) continue
+    const project = table.projectCode(anchor)
+    const session = table.sessionCode(anchor)
+    const before: Array<number> = [] // nearest last
+    const after: Array<number> = [] // nearest first
+    for (let num = 0; num < table.numsEnd; num++) {
+      if (num === anchor || table.id(num) === undefined || table.projectCode(num) !== project) continue
+      if (session !== 0 && table.sessionCode(num) !== session) continue
+      if (this.compareInTime(num, anchor) < 0) {
+        if (before.length === window && this.compareInTime(num, before[0]!) <= 0) continue
         let at = before.length
-        while (at > 0 && compareInTime(before[at - 1]!, document) > 0) at--
-        before.splice(at, 0, document)
+        while (at > 0 && this.compareInTime(before[at - 1]!, num) > 0) at--
+        before.splice(at, 0, num)
         if (before.length > window) before.shift()
       } else {
-        if (after.length === window && compareInTime(document, after[after.length - 1]!) >= 0) continue
+        if (after.length === window && this.compareInTime(num, after[after.length - 1]!) >= 0) continue
         let at = after.length
-        while (at > 0 && compareInTime(after[at - 1]!, document) > 0) at--
-        after.splice(at, 0, document)
+        while (at > 0 && this.compareInTime(after[at - 1]!, num) > 0) at--
+        after.splice(at, 0, num)
         if (after.length > window) after.pop()
       }
     }
-    return { anchor, before, after }
+    const read = (num: number) => this.read(num)
+    return { anchor: this.read(anchor), before: before.map(read), after: after.map(read) }
   }
 
   /** Counts. */
   stats(): IndexStats {
     return {
-      documents: this.byId.size,
+      documents: this.table.size,
       vectors: this.live.size,
       terms: this.lexical.terms,
-      sessions: this.counts.session.size,
-      byStore: Object.fromEntries(this.counts.store),
-      byKind: Object.fromEntries(this.counts.kind),
+      sessions: this.table.sessions.size,
+      byStore: this.table.stores.counts(),
+      byKind: this.table.kinds.counts(),
       annReady: this.live.annReady,
       annBacklog: this.live.annBacklogSize,
       vectorBytes: this.live.bytes,

@@ -2,18 +2,14 @@
  * The in-memory twin of search's persistence (SearchPersistence.ts): the same contract, nothing on
  * disk. The index core uses it when there is no data directory; one suite runs against both.
  */
+import { documentKey, makeMemoryDocumentStore } from "../index/DocumentStore.ts"
 import type { SearchDocument } from "../index/SearchDocument.ts"
-import {
-  documentKey,
-  groupRuns,
-  type PersistedModel,
-  type PersistedVector,
-  type SearchPersistence,
-} from "./SearchPersistence.ts"
+import { groupRuns, type PersistedModel, type PersistedVector, type SearchPersistence } from "./SearchPersistence.ts"
 
 /** The in-memory twin: same contract, nothing on disk. */
 export const makeMemoryPersistence = (): SearchPersistence => {
   const documents = new Map<string, SearchDocument>()
+  const documentStore = makeMemoryDocumentStore(documents)
   let vectors = new Map<string, PersistedVector>()
   let nextVectors = new Map<string, PersistedVector>()
   const seqs = new Map<string, number>()
@@ -31,8 +27,10 @@ export const makeMemoryPersistence = (): SearchPersistence => {
       [...documents.entries()]
         .filter(([key, document]) => key === documentKey(store, group, document.id))
         .map(([, document]) => document.id),
-    putDocument: (group, document) => void documents.set(documentKey(document.store, group, document.id), document),
-    removeDocument: (store, group, id) => void documents.delete(documentKey(store, group, id)),
+    document: documentStore.document,
+    holds: documentStore.holds,
+    putDocument: documentStore.putDocument,
+    removeDocument: documentStore.removeDocument,
     putVector: (id, hash, vector) => void vectors.set(id, { hash, vector: vector.slice() }),
     removeVector: (id) => void vectors.delete(id),
     clearVectors: async () => vectors.clear(),

@@ -25,6 +25,11 @@
  * file resident that nothing would read again. `releaseMappedPages` (at the end of warm-up) unmaps
  * them; they stay in the page cache, the kernel's to drop, no longer in the daemon's resident set.
  *
+ * It is also where the index reads documents whole (DocumentStore.ts: the index keeps only the
+ * columns ranking reads). A write reaches LMDB only once its transaction commits, so the documents
+ * put or removed since are answered from `unsettled` until then; a write whose commit failed stays
+ * there, so the index and what it reads never disagree in this process.
+ *
  * Keys: documents `store \0 group \0 id` → SearchDocument (so a scan yields whole groups);
  * vectors `id` → 14-byte content hash + float32 data; meta `seq \0 store`, `model` (its id),
  * `modelConfig` (where to load it), `nextModel` ({id, config}), `vectorsSlot` (0 or 1).
@@ -42,7 +47,10 @@ import {
 import { decodeKey, encodeKey } from "../../stores/checkpoint/KeyCodec.ts"
 import { allocateLockFile } from "../../stores/checkpoint/LmdbLockFile.ts"
 import type { EncoderConfig } from "../embedding/EncoderLoader.ts"
+import { type DocumentStore, documentKey } from "../index/DocumentStore.ts"
 import type { SearchDocument } from "../index/SearchDocument.ts"
+
+export { documentKey } from "../index/DocumentStore.ts"
 
 /** One persisted group. */
 export interface PersistedGroup {
@@ -64,14 +72,12 @@ export interface PersistedModel {
   readonly config?: EncoderConfig | undefined
 }
 
-/** Search's derived data on disk (or in memory). */
-export interface SearchPersistence {
+/** Search's derived data on disk (or in memory); its documents are the index's document store. */
+export interface SearchPersistence extends DocumentStore {
   readonly groups: () => Iterable<PersistedGroup>
   readonly vector: (id: string) => PersistedVector | undefined
   /** The ids of one group's persisted documents. */
   readonly groupDocumentIds: (store: string, group: string) => ReadonlyArray<string>
-  readonly putDocument: (group: string, document: SearchDocument) => void
-  readonly removeDocument: (store: string, group: string, id: string) => void
   readonly putVector: (id: string, hash: string, vector: Float32Array) => void
   readonly removeVector: (id: string) => void
   readonly clearVectors: () => Promise<void>
@@ -112,8 +118,6 @@ export interface SearchPersistence {
 }
 
 const sep = "\u0000"
-/** A document's key: `store \0 group \0 id`. */
-export const documentKey = (store: string, group: string, id: string) => `${store}${sep}${group}${sep}${id}`
 const hashBytes = 14
 
 const encodeVector = (hash: string, vector: Float32Array): Buffer => {
@@ -295,6 +299,30 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
     else await syncLmdb(handles.env)
     return failure
   }
+  /** Documents written by transactions not committed yet, by key (`document` undefined: removed). */
+  const unsettled = new Map<string, { readonly document: SearchDocument | undefined }>()
+  let documentsWrite: Promise<unknown> | undefined
+  let documentsWritten: Array<readonly [string, { readonly document: SearchDocument | undefined }]> = []
+  const writeDocument = (key: string, document: SearchDocument | undefined) => {
+    const write =
+      document === undefined
+        ? handles.documents.remove(encodeKey(key))
+        : handles.documents.put(encodeKey(key), document)
+    watch(write)
+    const entry = { document }
+    unsettled.set(key, entry)
+    if (write !== documentsWrite) {
+      documentsWrite = write
+      const written: typeof documentsWritten = []
+      documentsWritten = written
+      void settleLmdbWrite(write).then((failed) => {
+        if (failed !== undefined) return // kept: what the index holds is not on disk
+        handles.env.resetReadTxn() // a read taken before the commit would not see it
+        for (const [key, entry] of written) if (unsettled.get(key) === entry) unsettled.delete(key)
+      })
+    }
+    documentsWritten.push([key, entry])
+  }
   const metaKey = (name: string) => encodeKey(name)
   // Kept here as well as written: a read sees a write only once it is committed.
   let slot: Slot = handles.meta.get(metaKey("vectorsSlot")) === 1 ? 1 : 0
@@ -344,9 +372,22 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
         if (groupOfKey(decodeKey(key), store, value.id) === group) ids.push(value.id)
       return ids
     },
-    putDocument: (group, document) =>
-      watch(handles.documents.put(encodeKey(documentKey(document.store, group, document.id)), document)),
-    removeDocument: (store, group, id) => watch(handles.documents.remove(encodeKey(documentKey(store, group, id)))),
+    document: (store, group, id) => {
+      const key = documentKey(store, group, id)
+      const written = unsettled.get(key)
+      return written !== undefined ? written.document : handles.documents.get(encodeKey(key))
+    },
+    holds: (group, document) => {
+      const key = documentKey(document.store, group, document.id)
+      const written = unsettled.get(key)
+      const json = JSON.stringify(document)
+      // Compared as the JSON lmdb-js stores (its `json` encoding is JSON.stringify): nothing parsed.
+      if (written !== undefined) return written.document !== undefined && JSON.stringify(written.document) === json
+      const bytes = handles.documents.getBinary(encodeKey(key))
+      return bytes !== undefined && Buffer.from(json, "utf8").equals(bytes)
+    },
+    putDocument: (group, document) => writeDocument(documentKey(document.store, group, document.id), document),
+    removeDocument: (store, group, id) => writeDocument(documentKey(store, group, id), undefined),
     putVector: (id, hash, vector) => watch(current().put(encodeKey(id), encodeVector(hash, vector))),
     removeVector: (id) => watch(current().remove(encodeKey(id))),
     clearVectors: () => clear(current()),

@@ -71,9 +71,16 @@ export interface ScoreBreakdown {
   readonly alignment: number
 }
 
-/** A ranked document. */
-export interface SearchHit {
-  readonly document: SearchDocument
+/** What fusion reads of a document: its id (ties), time (recency) and importance. */
+export interface Rankable {
+  readonly id: string
+  readonly at: number
+  readonly importance?: number | undefined
+}
+
+/** A ranked document (the index ranks its columns, `Rankable`, then reads the documents shown). */
+export interface SearchHit<D extends Rankable = SearchDocument> {
+  readonly document: D
   readonly score: number
   readonly score_breakdown: ScoreBreakdown
   /** 1-based places in the full-text and vector lists, when present. */
@@ -147,6 +154,15 @@ export const shownTypeOf = (document: SearchDocument, style: "index" | "details"
   return document.kind
 }
 
+const seedEventTypeNames = Object.keys(seedEventTypes) as ReadonlyArray<SeedEventType>
+
+/** One bit per seed 000 event type `document` is (what the index keeps instead of the fields they read). */
+export const seedEventTypeMask = (document: SearchDocument): number =>
+  seedEventTypeNames.reduce((mask, name, bit) => (seedEventTypes[name](document) ? mask | (1 << bit) : mask), 0)
+
+/** The bit of `type` in `seedEventTypeMask`. */
+export const seedEventTypeBit = (type: SeedEventType): number => 1 << seedEventTypeNames.indexOf(type)
+
 /** True when `name` is one of seed 000's event types. */
 export const isSeedEventType = (name: string): name is SeedEventType => Object.hasOwn(seedEventTypes, name)
 
@@ -164,17 +180,17 @@ const rankPart = (weight: number, rank: number | undefined) =>
   rank === undefined || weight === 0 ? 0 : (weight * (rrfK + 1)) / (rrfK + rank)
 
 /** Fuses two ranked lists (ids best first) into scored hits, best first; ties by id. */
-export const fuse = (
+export const fuse = <D extends Rankable>(
   mode: SearchMode,
-  lexical: ReadonlyArray<{ readonly document: SearchDocument; readonly bm25: number }>,
-  semantic: ReadonlyArray<{ readonly document: SearchDocument; readonly similarity: number }>,
+  lexical: ReadonlyArray<{ readonly document: D; readonly bm25: number }>,
+  semantic: ReadonlyArray<{ readonly document: D; readonly similarity: number }>,
   now: number,
   limit: number,
-): Array<SearchHit> => {
+): Array<SearchHit<D>> => {
   const weights = modeWeights[mode]
   const found = new Map<
     string,
-    { document: SearchDocument; fulltext?: number; semantic?: number; bm25?: number; similarity?: number }
+    { document: D; fulltext?: number; semantic?: number; bm25?: number; similarity?: number }
   >()
   if (weights.fulltext > 0)
     lexical.forEach((hit, index) => {
@@ -185,7 +201,7 @@ export const fuse = (
       const entry = found.get(hit.document.id) ?? { document: hit.document }
       found.set(hit.document.id, { ...entry, semantic: index + 1, similarity: hit.similarity })
     })
-  const hits = [...found.values()].map((entry): SearchHit => {
+  const hits = [...found.values()].map((entry): SearchHit<D> => {
     const age = Math.max(0, now - entry.document.at)
     const breakdown: ScoreBreakdown = {
       fulltext: rankPart(weights.fulltext, entry.fulltext),
@@ -211,17 +227,17 @@ export const fuse = (
 }
 
 /** Best score first; ties by id. */
-const byScore = (a: SearchHit, b: SearchHit) =>
+const byScore = <D extends Rankable>(a: SearchHit<D>, b: SearchHit<D>) =>
   b.score - a.score || (a.document.id < b.document.id ? -1 : a.document.id > b.document.id ? 1 : 0)
 
 /** Re-ranks fused `hits` with their `alignments` (same order) at weight λ = `alignmentWeights[mode]`. */
-export const realign = (
+export const realign = <D extends Rankable>(
   mode: SearchMode,
-  hits: ReadonlyArray<SearchHit>,
+  hits: ReadonlyArray<SearchHit<D>>,
   alignments: ReadonlyArray<Alignment>,
-): Array<SearchHit> => {
+): Array<SearchHit<D>> => {
   const lambda = alignmentWeights[mode]
-  const out = hits.map((hit, index): SearchHit => {
+  const out = hits.map((hit, index): SearchHit<D> => {
     const alignment = alignments[index]!
     const fused = hit.score_breakdown
     const breakdown: ScoreBreakdown = {
