@@ -19,7 +19,9 @@
  * moves once, from the main thread to a worker, when it grows past the limit: under the lock, the
  * main thread's index flushes search's persistence and closes, the worker loads what was persisted
  * and only then is asked anything (an index without a data directory is rebuilt by scans instead).
- * It never moves back in the same process.
+ * It never moves back in the same process. While a small index is on the main thread, every heap's
+ * young generation is held at its initial size (YoungGeneration.ts: V8 would grow it to 32 MiB
+ * and keep it while a daemon idles).
  *
  * Startup answers at once (cold) and warms in the background: the thread loads the persisted
  * documents and vectors, then, for each store whose last sequence differs from what was persisted
@@ -42,6 +44,7 @@ import type { IndexStats, Timeline } from "./index/SearchIndex.ts"
 import { persistedDocumentCount } from "./persistence/SearchPersistence.ts"
 import type { SearchHit } from "./ranking/Ranking.ts"
 import { openSearchThread, type SearchThread } from "./thread/SearchThread.ts"
+import { holdYoungGeneration } from "./thread/YoungGeneration.ts"
 
 export type { SearchRequest } from "./index/IndexCore.ts"
 
@@ -187,6 +190,12 @@ export const makeIndexer = (config: IndexerConfig) =>
     }
     /** Changes were sent to a main-thread index since its size was last asked. */
     let sentSinceSizeCheck = false
+    if (config.thread === undefined) {
+      // Placed now, before the stores' recovery and the index's load have grown the main heap's
+      // young generation: kept small while a small index lives on this thread (YoungGeneration.ts).
+      placement = placementAtStart()
+      if (placement === "main") holdYoungGeneration(true)
+    }
     let loaded: Promise<Readonly<Record<string, number>>> | undefined
     let closing = false
     let threadRestarts = 0
@@ -254,6 +263,7 @@ export const makeIndexer = (config: IndexerConfig) =>
         loaded = undefined
         await current.close()
         placement = "worker"
+        holdYoungGeneration(false)
         const opened = ensureThread()
         // (`loaded` was set again by `ensureThread`.)
         await (loaded as Promise<unknown> | undefined)?.catch(() => undefined)
