@@ -15,7 +15,7 @@ import { join } from "node:path"
 import { embeddingWords } from "../index/Tokenizer.ts"
 import type { SentenceEncoder } from "./SentenceEncoder.ts"
 import { type StaticModelManifest, staticModelFiles } from "./StaticModelManifest.ts"
-import { decodeWordVectors, type WordVectors } from "./WordVectors.ts"
+import { openWordVectors, type WordVectors } from "./WordVectors.ts"
 
 /** Words of one text that reach the model; the rest is ignored. */
 export const staticTokensPerTextMax = 1024
@@ -66,16 +66,17 @@ export const weightedTokens = (vocabulary: StaticVocabulary, text: string): Weig
 export interface StaticModelFiles {
   readonly manifest: StaticModelManifest
   readonly vocabulary: StaticVocabulary
-  readonly vectors: WordVectors
+  /** Read from their file on demand (WordVectors.ts); closed by the encoder's `close`. */
+  readonly vectors: WordVectors & { readonly close?: () => void }
 }
 
-/** Reads the manifest, vocabulary and word vectors of the model in `dir`. */
+/** Reads the manifest and vocabulary of the model in `dir`, and opens its word vectors. */
 export const readStaticModelFiles = (dir: string): StaticModelFiles => {
   const manifest = JSON.parse(readFileSync(join(dir, staticModelFiles.manifest), "utf8")) as StaticModelManifest
   return {
     manifest,
     vocabulary: readStaticVocabulary(dir, manifest),
-    vectors: decodeWordVectors(readFileSync(join(dir, staticModelFiles.vectors))),
+    vectors: openWordVectors(join(dir, staticModelFiles.vectors)),
   }
 }
 
@@ -105,5 +106,5 @@ export const loadStaticModel = async (
   id: manifest.id,
   dimensions: manifest.dimensions,
   encode: async (texts) => texts.map((text) => embedWeightedTokens(vectors, weightedTokens(vocabulary, text))),
-  close: async () => undefined,
+  close: async () => vectors.close?.(),
 })
