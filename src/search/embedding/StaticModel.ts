@@ -15,6 +15,7 @@ import { join } from "node:path"
 import { embeddingWords } from "../index/Tokenizer.ts"
 import type { SentenceEncoder } from "./SentenceEncoder.ts"
 import { type StaticModelManifest, staticModelFiles } from "./StaticModelManifest.ts"
+import { packWordIds, type WordIds } from "./WordIds.ts"
 import { openWordVectors, type WordVectors } from "./WordVectors.ts"
 
 /** Words of one text that reach the model; the rest is ignored. */
@@ -28,7 +29,8 @@ export interface WeightedTokens {
 
 /** The vocabulary and the weight of each entry. */
 export interface StaticVocabulary {
-  readonly ids: ReadonlyMap<string, number>
+  /** Packed (WordIds.ts); a `Map` serves as well. */
+  readonly ids: WordIds
   readonly weights: Float32Array
 }
 
@@ -38,14 +40,12 @@ export const readStaticVocabulary = (dir: string, manifest: StaticModelManifest)
     words: Array<string>
     ranks: Array<number>
   }
-  const ids = new Map<string, number>()
   const weights = new Float32Array(words.length)
-  words.forEach((word, id) => {
-    ids.set(word, id)
+  words.forEach((_, id) => {
     const probability = 1 / ((ranks[id]! + 1) * manifest.zipfHarmonic)
     weights[id] = manifest.sifA / (manifest.sifA + probability)
   })
-  return { ids, weights }
+  return { ids: packWordIds(words), weights }
 }
 
 /** The known words of `text` with their weights. */
