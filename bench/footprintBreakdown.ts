@@ -9,7 +9,9 @@
  * asked 20 omni searches (`/api/search`) and idles `idleSettleMs`. Printed: RSS (anonymous, mapped
  * files) from /proc, the mappings grouped (V8 heaps and other anonymous memory, LMDB files, node),
  * and the search thread's own heap as health reports it; the official server on the same file.
- * Then the start: spawn of `serve --stdio` to the first answered `open_nodes` (median of 3).
+ * Then the start: spawn of `serve --stdio` to the first answered `open_nodes`, and of the official
+ * server to its first answered `open_nodes`, alternating (median of 3 each). Also printed: the
+ * daemon's main-thread heap (`/api/stats` `mainThread`) and where search runs (`omniSearch.thread`).
  * The work dir is kept (reused by the next run with the same N).
  */
 import { spawn } from "node:child_process"
@@ -114,7 +116,15 @@ const serve = async (dataDir: string, measure: boolean) => {
     const memory = memoryOf(child.pid!)!
     const stats = await api(port, dataDir, "/api/stats")
     const search = stats.omniSearch as Record<string, unknown>
-    return { warmMs, memory, mappings: mappingsOf(child.pid!), thread: search.memory, index: search.index }
+    return {
+      warmMs,
+      memory,
+      mappings: mappingsOf(child.pid!),
+      placement: search.thread,
+      thread: search.memory,
+      mainThread: stats.mainThread,
+      index: search.index,
+    }
   } finally {
     child.kill("SIGTERM")
     await new Promise((resolve) => child.once("exit", resolve))
@@ -139,14 +149,19 @@ const official = async (file: string) => {
   }
 }
 
-/** Spawn of `serve --stdio` to the first answered `open_nodes` of `name`, ms. */
-const startOnce = async (dataDir: string, name: string) => {
+/** Spawn of `serve --stdio` (or of the official server on `file`) to the first answered `open_nodes` of `name`, ms. */
+const startOnce = async (dataDir: string, name: string, officialFile?: string) => {
   const started = performance.now()
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [cli, "serve", "--stdio", "--data-dir", dataDir],
-    stderr: "ignore",
-  })
+  const transport = new StdioClientTransport(
+    officialFile === undefined
+      ? { command: process.execPath, args: [cli, "serve", "--stdio", "--data-dir", dataDir], stderr: "ignore" }
+      : {
+          command: process.execPath,
+          args: [officialServerPath],
+          env: { ...(process.env as Record<string, string>), MEMORY_FILE_PATH: officialFile },
+          stderr: "ignore",
+        },
+  )
   const client = new Client({ name: "footprint-breakdown", version: "0" })
   await client.connect(transport)
   try {
@@ -175,7 +190,12 @@ const officialMemory = await official(file)
 const graphText = readFileSync(file, "utf8")
 const firstName = (JSON.parse(graphText.slice(0, graphText.indexOf("\n"))) as { name: string }).name
 const starts: Array<number> = []
-for (let i = 0; i < 3; i++) starts.push(await startOnce(dataDir, firstName))
+const officialStarts: Array<number> = []
+for (let i = 0; i < 3; i++) {
+  starts.push(await startOnce(dataDir, firstName))
+  officialStarts.push(await startOnce(dataDir, firstName, file))
+}
+const median = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)[1]!.toFixed(0)
 console.log(
   `cli ${cli}; ${entities} entities; load average ${loadavg()
     .map((v) => v.toFixed(2))
@@ -186,8 +206,10 @@ console.log(
 )
 console.log(`official idle RSS ${mib(officialMemory.rssBytes)} MiB`)
 console.log(
-  `start (serve --stdio to the first open_nodes): median ${[...starts].sort((a, b) => a - b)[1]!.toFixed(0)} ms (${starts.map((ms) => ms.toFixed(0)).join(" / ")})`,
+  `start (serve --stdio to the first open_nodes): median ${median(starts)} ms (${starts.map((ms) => ms.toFixed(0)).join(" / ")}); official ${median(officialStarts)} ms (${officialStarts.map((ms) => ms.toFixed(0)).join(" / ")})`,
 )
 for (const [name, bytes] of run.mappings) console.log(`  ${name.padEnd(24)} ${mib(bytes).padStart(8)} MiB`)
-console.log(`search thread: ${JSON.stringify(run.thread)}`)
+console.log(`search runs on: ${String(run.placement)}`)
+console.log(`search's thread heap: ${JSON.stringify(run.thread)}`)
+console.log(`main thread heap: ${JSON.stringify(run.mainThread)}`)
 console.log(`index: ${JSON.stringify(run.index)}`)

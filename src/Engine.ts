@@ -51,12 +51,15 @@ export interface EngineConfig {
   readonly stores?: ReadonlyArray<AnyStoreDefinition>
   readonly storeOptions?: Partial<Omit<StoreOptions, "dir">>
   /**
-   * Search: the embedding model (default: the static GloVe model) and whether the index runs in a
-   * worker thread of its own (default true; false runs it on the main thread, same protocol).
+   * Search: the embedding model (default: the static GloVe model) and where the index runs: true,
+   * a worker thread of its own; false, the main thread (same protocol); by default the main thread
+   * while it holds at most `mainThreadDocumentsMax` documents, a worker thread beyond (Indexer.ts).
    */
   readonly search?: {
     readonly model?: EncoderConfig
     readonly thread?: boolean
+    /** The most documents a default-placed index holds on the main thread (tests lower it). */
+    readonly mainThreadDocumentsMax?: number
     /** Starts the search thread (tests wrap it, to stop a thread as a crash would). */
     readonly openThread?: typeof openSearchThread
   }
@@ -133,6 +136,9 @@ export const layer = (config: EngineConfig) => {
     dataDir: config.dataDir,
     ...(config.search?.model !== undefined ? { embedder: { model: config.search.model } } : {}),
     ...(config.search?.thread !== undefined ? { thread: config.search.thread } : {}),
+    ...(config.search?.mainThreadDocumentsMax !== undefined
+      ? { mainThreadDocumentsMax: config.search.mainThreadDocumentsMax }
+      : {}),
     ...(config.search?.openThread !== undefined ? { openThread: config.search.openThread } : {}),
   })
   // A shared memory's daemons say they are there (the dashboard's panel); loaded only for one.

@@ -11,6 +11,18 @@
  * a search that follows an acknowledged write sees it, by words and by meaning. Others see it
  * within `backgroundDrainIntervalMs` plus the thread's work (docs/search.md, "Freshness").
  *
+ * Where the index runs: a small memory's on the main thread, the same protocol over a
+ * `MessageChannel`, so a daemon with a few thousand documents pays for no second JavaScript runtime
+ * (about 30 MiB at 1,000 entities, docs/benchmarks.md, footprint); past `mainThreadDocumentsMax`
+ * documents, in a worker thread of its own, where indexing and embedding never hold the event loop.
+ * The place is chosen when the index starts (by the persisted index's document count) and the index
+ * moves once, from the main thread to a worker, when it grows past the limit: under the lock, the
+ * main thread's index flushes search's persistence and closes, the worker loads what was persisted
+ * and only then is asked anything (an index without a data directory is rebuilt by scans instead).
+ * It never moves back in the same process. While a small index is on the main thread, every heap's
+ * young generation is held at its initial size (YoungGeneration.ts: V8 would grow it to 32 MiB
+ * and keep it while a daemon idles).
+ *
  * Startup answers at once (cold) and warms in the background: the thread loads the persisted
  * documents and vectors, then, for each store whose last sequence differs from what was persisted
  * (or after a dropped event or a source's "resync"), this side reconciles with a scan of the
@@ -29,8 +41,10 @@ import type { Reembedding } from "./embedding/ModelSwitch.ts"
 import type { CoreStats, SearchRequest, ThreadMemory } from "./index/IndexCore.ts"
 import type { AnySearchSource, GroupDocuments, SearchDocument } from "./index/SearchDocument.ts"
 import type { IndexStats, Timeline } from "./index/SearchIndex.ts"
+import { persistedDocumentCount } from "./persistence/SearchPersistence.ts"
 import type { SearchHit } from "./ranking/Ranking.ts"
 import { openSearchThread, type SearchThread } from "./thread/SearchThread.ts"
+import { holdYoungGeneration } from "./thread/YoungGeneration.ts"
 
 export type { SearchRequest } from "./index/IndexCore.ts"
 
@@ -43,6 +57,12 @@ export const backgroundDrainIntervalMs = 25
 export const backgroundDrainSliceEvents = 64
 /** Groups sent to the search thread per message while reconciling with a store. */
 export const warmChunkGroups = 2000
+/**
+ * The most documents the index holds on the daemon's main thread (when its place is not
+ * configured); past it, it moves to a worker thread of its own. At 10,000 documents a search scans
+ * their vectors in about a millisecond, and loading them takes well under a second in 10 ms slices.
+ */
+export const mainThreadDocumentsMax = 10_000
 
 /** Where the indexer is. */
 export type WarmState = "cold" | "warming" | "warm"
@@ -110,8 +130,13 @@ export interface IndexerConfig {
   readonly dataDir?: string
   /** The embedding model and how it runs (in the search thread). */
   readonly embedder?: EmbedderConfig
-  /** Run the index in a worker thread of its own (default true). */
+  /**
+   * Run the index in a worker thread of its own (true) or on the calling thread (false); by
+   * default on the calling thread up to `mainThreadDocumentsMax` documents, in a worker beyond.
+   */
   readonly thread?: boolean
+  /** The most documents the index holds on the calling thread by default (`mainThreadDocumentsMax`). */
+  readonly mainThreadDocumentsMax?: number
   /** Starts the search thread (tests wrap it to stop a thread as a crash would). */
   readonly openThread?: typeof openSearchThread
 }
@@ -148,26 +173,45 @@ export const makeIndexer = (config: IndexerConfig) =>
     const lock = yield* Semaphore.make(1)
     const locked = <A, E, R>(effect: Effect.Effect<A, E, R>) => lock.withPermits(1)(effect)
     const sources = new Map(config.sources.map((source) => [source.definition.name, source]))
-    const onWorker = config.thread ?? true
+    const documentsMax = config.mainThreadDocumentsMax ?? mainThreadDocumentsMax
     /**
      * The search thread starts on the first need — a persisted index to load, a document to index,
      * a search — so a daemon that has neither never pays for it (about 30 MiB and a few hundred
-     * ms of CPU for a second JavaScript runtime).
+     * ms of CPU for a second JavaScript runtime, when it is a worker).
      */
     let thread: SearchThread | undefined
+    /** Where the index runs; chosen when it first starts, and moved to "worker" once it outgrows the main thread. */
+    let placement: "worker" | "main" | undefined
+    const placementAtStart = (): "worker" | "main" => {
+      if (config.thread !== undefined) return config.thread ? "worker" : "main"
+      return persistedIndexExists() && persistedDocumentCount(join(config.dataDir!, "search", "lmdb")) > documentsMax
+        ? "worker"
+        : "main"
+    }
+    /** Changes were sent to a main-thread index since its size was last asked. */
+    let sentSinceSizeCheck = false
+    if (config.thread === undefined) {
+      // Placed now, before the stores' recovery and the index's load have grown the main heap's
+      // young generation: kept small while a small index lives on this thread (YoungGeneration.ts).
+      placement = placementAtStart()
+      if (placement === "main") holdYoungGeneration(true)
+    }
     let loaded: Promise<Readonly<Record<string, number>>> | undefined
     let closing = false
     let threadRestarts = 0
     const ensureThread = (): SearchThread => {
       if (thread !== undefined) return thread
+      placement ??= placementAtStart()
+      sentSinceSizeCheck = placement === "main"
       const opened = (config.openThread ?? openSearchThread)(
         {
           stores: [...sources.keys()],
           dataDir: config.dataDir,
-          // The thread is already off the main thread: its embedder needs no batch worker of its own.
+          // No batch worker of its own either way: on a worker the thread is already off the main
+          // thread, and the main thread holds a small index (and a second model copy is ~20 MiB).
           embedder: { ...config.embedder, worker: false },
         },
-        onWorker,
+        placement === "worker",
       )
       thread = opened
       // The first request a thread handles is the load of what was persisted (nothing, for a new one).
@@ -197,8 +241,37 @@ export const makeIndexer = (config: IndexerConfig) =>
     )
     /** Asks the thread; a thread that failed is a defect (search cannot go on without its index). */
     const ask = <A>(question: () => Promise<A>) => Effect.promise(question)
-    const persistedIndexExists = () =>
-      config.dataDir !== undefined && existsSync(join(config.dataDir, "search", "lmdb"))
+    function persistedIndexExists() {
+      return config.dataDir !== undefined && existsSync(join(config.dataDir, "search", "lmdb"))
+    }
+
+    /**
+     * Moves a main-thread index that has outgrown `documentsMax` to a worker thread (called under
+     * the lock, so nothing is sent meanwhile). The main thread's index closes first, flushing search's
+     * persistence; the worker loads it before the lock is let go, so no search sees it half loaded.
+     * Without a data directory nothing was persisted: every store is reconciled into the worker.
+     */
+    const moveToWorkerIfOutgrown = Effect.suspend(() => {
+      const current = thread
+      if (current === undefined || placement !== "main" || config.thread !== undefined || !sentSinceSizeCheck)
+        return Effect.void
+      sentSinceSizeCheck = false
+      return ask(async () => {
+        const { index } = await current.call({ op: "stats" })
+        if (index.documents <= documentsMax || thread !== current) return
+        thread = undefined // so its end is not taken for a crash
+        loaded = undefined
+        await current.close()
+        placement = "worker"
+        holdYoungGeneration(false)
+        const opened = ensureThread()
+        // (`loaded` was set again by `ensureThread`.)
+        await (loaded as Promise<unknown> | undefined)?.catch(() => undefined)
+        if (config.dataDir === undefined) for (const name of sources.keys()) needsReconcile.add(name)
+        // Documents the main thread had not embedded yet (not persisted) are embedded by the worker.
+        opened.call({ op: "embedMissing" }).catch(() => undefined)
+      })
+    })
 
     const lastSeq = new Map<string, number>()
     /** Groups refreshed by events since a store's reconcile began (per store). */
@@ -262,7 +335,8 @@ export const makeIndexer = (config: IndexerConfig) =>
             applied++
           }
           // Removals of what was never indexed need no thread.
-          if (thread !== undefined || groups.some((group) => group.documents.length > 0))
+          if (thread !== undefined || groups.some((group) => group.documents.length > 0)) {
+            sentSinceSizeCheck = true
             ensureThread().post({
               op: "apply",
               store: name,
@@ -271,6 +345,7 @@ export const makeIndexer = (config: IndexerConfig) =>
               events: applied,
               at: list[0]!.at,
             })
+          }
         }
       })
 
@@ -334,9 +409,13 @@ export const makeIndexer = (config: IndexerConfig) =>
                 seen.add(group.group)
                 if (!touched.has(group.group)) groups.push(group)
               }
+              sentSinceSizeCheck ||= groups.length > 0
               return groups.length === 0
                 ? Effect.void
-                : ask(() => ensureThread().call({ op: "replace", store: name, groups }))
+                : Effect.andThen(
+                    ask(() => ensureThread().call({ op: "replace", store: name, groups })),
+                    moveToWorkerIfOutgrown,
+                  )
             }),
           )
         }
@@ -391,6 +470,7 @@ export const makeIndexer = (config: IndexerConfig) =>
         Effect.gen(function* () {
           yield* Effect.sleep(Duration.millis(backgroundDrainIntervalMs))
           yield* drainInSlices
+          yield* locked(moveToWorkerIfOutgrown)
           if (warmed)
             for (const name of [...needsReconcile]) {
               const source = sources.get(name)
@@ -421,8 +501,18 @@ export const makeIndexer = (config: IndexerConfig) =>
 
     // Not drained first: health reports the lag, it does not shorten it.
     const health = Effect.gen(function* () {
-      const current = thread
-      const core = current === undefined ? idleStats : yield* ask(() => current.call({ op: "stats" }))
+      // Under the lock: a thread moving to a worker is not asked while it closes.
+      const { current, core } = yield* locked(
+        Effect.suspend((): Effect.Effect<{ current: SearchThread | undefined; core: CoreStats }> => {
+          const current = thread
+          return current === undefined
+            ? Effect.succeed({ current, core: idleStats })
+            : Effect.map(
+                ask(() => current.call({ op: "stats" })),
+                (core) => ({ current, core }),
+              )
+        }),
+      )
       let lagEvents = 0
       // Without a thread, what was drained needed none: only what is not drained yet is behind.
       const indexedSeq = (name: string) => (current === undefined ? lastSeq.get(name) : core.seqs[name]) ?? 0
@@ -441,7 +531,7 @@ export const makeIndexer = (config: IndexerConfig) =>
         storageBytes: core.storageBytes,
         ...(core.reembedding !== undefined ? { reembedding: core.reembedding } : {}),
         ...(core.memory !== undefined ? { memory: core.memory } : {}),
-        thread: thread === undefined ? "not started" : onWorker ? "worker" : "main",
+        thread: current === undefined ? "not started" : (placement ?? "main"),
       } satisfies SearchHealth
     })
 

@@ -45,6 +45,7 @@ import { graphStore } from "../graph/GraphStore.ts"
 import { defaultProjectName, searchQueryBytesMax } from "../graph/Model.ts"
 import { privacyStats } from "../privacy/PrivacyFilter.ts"
 import { SearchIndexer } from "../search/Indexer.ts"
+import { threadMemory } from "../search/index/IndexCore.ts"
 import { type SearchMode, searchModes } from "../search/ranking/Ranking.ts"
 import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
 import type { StoreError } from "../stores/StoreError.ts"
@@ -155,6 +156,8 @@ const stats = (telemetry: Telemetry["Service"] | undefined) =>
       stores: router.health(),
       search: search.stats(),
       omniSearch: yield* (yield* SearchIndexer).health,
+      // The daemon's own thread (the search thread's is `omniSearch.memory`), for footprint work.
+      mainThread: threadMemory(),
       privacy: privacyStats(),
       ...(telemetry !== undefined ? { telemetry: yield* telemetry.stats } : {}),
     }

@@ -20,7 +20,12 @@ import * as Embedder from "../../src/search/embedding/Embedder.ts"
 import { embedWeightedTokens, loadStaticModel } from "../../src/search/embedding/StaticModel.ts"
 import { buildStaticModel, staticModelDimensions } from "../../src/search/embedding/StaticModelBuild.ts"
 import { loadTransformerModel, makeWordPiece } from "../../src/search/embedding/TransformerModel.ts"
-import { decodeWordVectors, encodeWordVectors } from "../../src/search/embedding/WordVectors.ts"
+import {
+  decodeWordVectors,
+  encodeWordVectors,
+  openWordVectors,
+  wordRowsCachedMax,
+} from "../../src/search/embedding/WordVectors.ts"
 import { matrix, tinyBertModel, tinyBertParts } from "./tinyModels.ts"
 
 const dirs: Array<string> = []
@@ -75,6 +80,36 @@ describe("static SIF embedding", () => {
       for (let j = 0; j < d; j++) assert.closeTo(embedded[j]!, expected[j]!, 0.02)
     }
     assert.strictEqual(embedWeightedTokens(vectors, { ids: [], weights: [] }), undefined)
+  })
+
+  it("reads word vectors from their file on demand exactly as decoded, past its cache of rows", () => {
+    // More words than the cache holds, so rows are read again after it is emptied.
+    const words = wordRowsCachedMax + 900
+    const dimensions = 8
+    const bytes = encodeWordVectors(matrix(words, dimensions, 11), dimensions)
+    const file = join(temp(), "word-vectors.bin")
+    writeFileSync(file, bytes)
+    const decoded = decodeWordVectors(bytes)
+    const opened = openWordVectors(file)
+    try {
+      assert.strictEqual(opened.words, words)
+      assert.strictEqual(opened.dimensions, dimensions)
+      let state = 17
+      const nextId = () => {
+        state = (state * 1103515245 + 12345) % 2147483648
+        return state % words
+      }
+      for (let i = 0; i < 3 * words; i++) {
+        const [a, b] = [nextId(), i % 7 === 0 ? words - 1 : nextId()]
+        assert.strictEqual(opened.cosine(a, b), decoded.cosine(a, b))
+        const [fromFile, fromMemory] = [new Float64Array(dimensions), new Float64Array(dimensions)]
+        opened.addScaled(a, 0.37, fromFile)
+        decoded.addScaled(a, 0.37, fromMemory)
+        assert.deepStrictEqual(fromFile, fromMemory)
+      }
+    } finally {
+      opened.close()
+    }
   })
 })
 

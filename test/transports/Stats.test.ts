@@ -1,6 +1,7 @@
 /**
  * `GET /api/stats` counts what seed 002's stats count: entities, relations, tasks and tech debt,
- * per project (a task done is still a task).
+ * per project (a task done is still a task); and reports the daemon's main-thread heap and where
+ * search's index runs (a small memory's: the main thread).
  */
 import { describe, expect, it } from "vitest"
 import { apiGet, callTool, connectClient, sharedDaemon } from "./harness.ts"
@@ -15,6 +16,8 @@ interface Stats {
     readonly tasks: number
     readonly techDebt: number
   }>
+  readonly mainThread: { readonly heapUsedBytes: number; readonly heapTotalBytes: number }
+  readonly omniSearch: { readonly thread: string }
 }
 
 describe("/api/stats", () => {
@@ -45,5 +48,8 @@ describe("/api/stats", () => {
       tasks: 1,
       techDebt: 0,
     })
+    expect(stats.mainThread.heapUsedBytes).toBeGreaterThan(0)
+    expect(stats.mainThread.heapTotalBytes).toBeGreaterThanOrEqual(stats.mainThread.heapUsedBytes)
+    expect(stats.omniSearch.thread).toBe("main")
   }, 60_000)
 })

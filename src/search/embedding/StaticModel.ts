@@ -15,7 +15,8 @@ import { join } from "node:path"
 import { embeddingWords } from "../index/Tokenizer.ts"
 import type { SentenceEncoder } from "./SentenceEncoder.ts"
 import { type StaticModelManifest, staticModelFiles } from "./StaticModelManifest.ts"
-import { decodeWordVectors, type WordVectors } from "./WordVectors.ts"
+import { packWordIds, type WordIds } from "./WordIds.ts"
+import { openWordVectors, type WordVectors } from "./WordVectors.ts"
 
 /** Words of one text that reach the model; the rest is ignored. */
 export const staticTokensPerTextMax = 1024
@@ -28,7 +29,8 @@ export interface WeightedTokens {
 
 /** The vocabulary and the weight of each entry. */
 export interface StaticVocabulary {
-  readonly ids: ReadonlyMap<string, number>
+  /** Packed (WordIds.ts); a `Map` serves as well. */
+  readonly ids: WordIds
   readonly weights: Float32Array
 }
 
@@ -38,14 +40,12 @@ export const readStaticVocabulary = (dir: string, manifest: StaticModelManifest)
     words: Array<string>
     ranks: Array<number>
   }
-  const ids = new Map<string, number>()
   const weights = new Float32Array(words.length)
-  words.forEach((word, id) => {
-    ids.set(word, id)
+  words.forEach((_, id) => {
     const probability = 1 / ((ranks[id]! + 1) * manifest.zipfHarmonic)
     weights[id] = manifest.sifA / (manifest.sifA + probability)
   })
-  return { ids, weights }
+  return { ids: packWordIds(words), weights }
 }
 
 /** The known words of `text` with their weights. */
@@ -66,16 +66,17 @@ export const weightedTokens = (vocabulary: StaticVocabulary, text: string): Weig
 export interface StaticModelFiles {
   readonly manifest: StaticModelManifest
   readonly vocabulary: StaticVocabulary
-  readonly vectors: WordVectors
+  /** Read from their file on demand (WordVectors.ts); closed by the encoder's `close`. */
+  readonly vectors: WordVectors & { readonly close?: () => void }
 }
 
-/** Reads the manifest, vocabulary and word vectors of the model in `dir`. */
+/** Reads the manifest and vocabulary of the model in `dir`, and opens its word vectors. */
 export const readStaticModelFiles = (dir: string): StaticModelFiles => {
   const manifest = JSON.parse(readFileSync(join(dir, staticModelFiles.manifest), "utf8")) as StaticModelManifest
   return {
     manifest,
     vocabulary: readStaticVocabulary(dir, manifest),
-    vectors: decodeWordVectors(readFileSync(join(dir, staticModelFiles.vectors))),
+    vectors: openWordVectors(join(dir, staticModelFiles.vectors)),
   }
 }
 
@@ -105,5 +106,5 @@ export const loadStaticModel = async (
   id: manifest.id,
   dimensions: manifest.dimensions,
   encode: async (texts) => texts.map((text) => embedWeightedTokens(vectors, weightedTokens(vocabulary, text))),
-  close: async () => undefined,
+  close: async () => vectors.close?.(),
 })

@@ -462,3 +462,20 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
     },
   }
 }
+
+/**
+ * How many documents the environment at `path` holds, read from LMDB's counts without loading
+ * them (the indexer decides by it where a persisted index is served); 0 when it cannot be read.
+ */
+export const persistedDocumentCount = (path: string): number => {
+  let env: RootDatabase | undefined
+  try {
+    env = open({ path, maxDbs: 5, compression: false, readOnly: true })
+    const stats = env.openDB({ name: "documents", keyEncoding: "binary" }).getStats() as { entryCount?: number }
+    return stats.entryCount ?? 0
+  } catch {
+    return 0
+  } finally {
+    void env?.close()
+  }
+}
