@@ -251,6 +251,8 @@ export const makeIndexer = (config: IndexerConfig) =>
      * persistence; the worker loads it before the lock is let go, so no search sees it half loaded.
      * Without a data directory nothing was persisted: every store is reconciled into the worker.
      */
+    /** Set while the index moves to a worker: health waits for it instead of asking a closing thread. */
+    let moving: Promise<void> | undefined
     const moveToWorkerIfOutgrown = Effect.suspend(() => {
       const current = thread
       if (current === undefined || placement !== "main" || config.thread !== undefined || !sentSinceSizeCheck)
@@ -259,17 +261,24 @@ export const makeIndexer = (config: IndexerConfig) =>
       return ask(async () => {
         const { index } = await current.call({ op: "stats" })
         if (index.documents <= documentsMax || thread !== current) return
-        thread = undefined // so its end is not taken for a crash
-        loaded = undefined
-        await current.close()
-        placement = "worker"
-        holdYoungGeneration(false)
-        const opened = ensureThread()
-        // (`loaded` was set again by `ensureThread`.)
-        await (loaded as Promise<unknown> | undefined)?.catch(() => undefined)
-        if (config.dataDir === undefined) for (const name of sources.keys()) needsReconcile.add(name)
-        // Documents the main thread had not embedded yet (not persisted) are embedded by the worker.
-        opened.call({ op: "embedMissing" }).catch(() => undefined)
+        let moved = () => {}
+        moving = new Promise((resolve) => (moved = resolve))
+        try {
+          thread = undefined // so its end is not taken for a crash
+          loaded = undefined
+          await current.close()
+          placement = "worker"
+          holdYoungGeneration(false)
+          const opened = ensureThread()
+          // (`loaded` was set again by `ensureThread`.)
+          await (loaded as Promise<unknown> | undefined)?.catch(() => undefined)
+          if (config.dataDir === undefined) for (const name of sources.keys()) needsReconcile.add(name)
+          // Documents the main thread had not embedded yet (not persisted) are embedded by the worker.
+          opened.call({ op: "embedMissing" }).catch(() => undefined)
+        } finally {
+          moving = undefined
+          moved()
+        }
       })
     })
 
@@ -499,20 +508,27 @@ export const makeIndexer = (config: IndexerConfig) =>
         return { hits: result.hits, warm: state === "warm", semantic: result.semantic } satisfies SearchResponse
       })
 
+    /**
+     * The thread's counts, without the indexer's lock (which a reconcile holds while the persisted
+     * index loads: seconds at 100,000 documents). A thread moving to a worker is not asked while it
+     * closes: the move is waited for, and a thread closed under the question is asked again.
+     */
+    const threadStats = async (): Promise<{ current: SearchThread | undefined; core: CoreStats }> => {
+      for (;;) {
+        await moving
+        const current = thread
+        if (current === undefined) return { current, core: idleStats }
+        try {
+          return { current, core: await current.call({ op: "stats" }) }
+        } catch (error) {
+          if (thread === current && moving === undefined) throw error
+        }
+      }
+    }
+
     // Not drained first: health reports the lag, it does not shorten it.
     const health = Effect.gen(function* () {
-      // Under the lock: a thread moving to a worker is not asked while it closes.
-      const { current, core } = yield* locked(
-        Effect.suspend((): Effect.Effect<{ current: SearchThread | undefined; core: CoreStats }> => {
-          const current = thread
-          return current === undefined
-            ? Effect.succeed({ current, core: idleStats })
-            : Effect.map(
-                ask(() => current.call({ op: "stats" })),
-                (core) => ({ current, core }),
-              )
-        }),
-      )
+      const { current, core } = yield* ask(threadStats)
       let lagEvents = 0
       // Without a thread, what was drained needed none: only what is not drained yet is behind.
       const indexedSeq = (name: string) => (current === undefined ? lastSeq.get(name) : core.seqs[name]) ?? 0

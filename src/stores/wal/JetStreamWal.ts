@@ -544,6 +544,9 @@ const openShared = async (options: JetStreamWalOptions): Promise<OpenedWal> => {
     takeRemote,
     onRemote: (callback) => {
       wake = callback
+      // What arrived before anyone listened (between the open's catch-up and this call, or a move
+      // to a newer stream noticed meanwhile) would otherwise wait for the next message.
+      if (received.has(position + 1) || movedTo !== undefined) callback()
     },
     awaitReceived: (through) =>
       toWal(async () => {
