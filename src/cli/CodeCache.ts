@@ -1,36 +1,41 @@
 /**
- * Runs a CommonJS file with V8's code cache (Node 20 has none for ES modules): compiled code is
- * read from a cache file instead of being compiled again, and can be written to one after a run.
+ * Runs a CommonJS file with V8's code cache: compiled code is read from a cache file instead of
+ * being compiled again, and can be written to one after a run, when it holds every function the
+ * run compiled (Node's own compile cache, Node 22 and later, keeps only what compiling the file
+ * produced: its top level, which saved nothing measurable before a first MCP answer).
  *
- * A cache is used only for the exact file it was made from: it starts with the SHA-256 of the
- * file's bytes (V8 itself checks only the source's length, and its own version and flags). A cache
- * that is missing, made for other bytes or rejected by V8 costs only the compilation it would have
- * saved: the file is compiled from source as without one.
+ * A cache is used only for the exact file and runtime it was made for: it starts with the SHA-256
+ * of the file's bytes, the Node version and the CPU architecture (V8 itself checks only the
+ * source's length, its own version and its flags). A cache that is missing, made for other bytes
+ * or another runtime, or rejected by V8 costs only the compilation it would have saved: the file
+ * is compiled from source as without one.
  */
 import { createHash } from "node:crypto"
-import { readFileSync, writeFileSync } from "node:fs"
+import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { dirname } from "node:path"
 import { constants, Script } from "node:vm"
+import { holdYoungGeneration } from "../search/thread/YoungGeneration.ts"
 
-/** Bytes of the file's SHA-256 at the start of a cache. */
+/** Bytes of the digest at the start of a cache. */
 const digestBytes = 32
 
-/** What `runWithCodeCache` did with the cache, and what the file exported. */
+/** What `runWithCodeCache` did with the caches it was offered, and what the file exported. */
 export interface CodeCacheRun {
-  /** A cache made from this very file was found and handed to V8. */
-  readonly offered: boolean
-  /** V8 refused the offered cache (another V8 version or flags) and compiled the source. */
+  /** The cache made for this very file and runtime that was handed to V8, if any. */
+  readonly offered: string | undefined
+  /** V8 refused the offered cache (its flags differ) and compiled the source. */
   readonly rejected: boolean
   readonly exports: unknown
   /**
-   * Writes a cache of the file to `cacheFile`; called after a run, it holds every function the
-   * run compiled, not only the file's top level.
+   * Writes a cache of the file to `cacheFile` (whole or not at all: a new file renamed over the
+   * old); called after a run, it holds every function the run compiled, not only the file's top
+   * level.
    */
   readonly writeCache: (cacheFile: string) => void
 }
 
-/** The cached data in `cacheFile` if it was made from the file of `digest`. */
+/** The cached data in `cacheFile` if it was made for the file and runtime of `digest`. */
 const cachedDataOf = (cacheFile: string, digest: Buffer): Buffer | undefined => {
   try {
     const cache = readFileSync(cacheFile)
@@ -41,13 +46,21 @@ const cachedDataOf = (cacheFile: string, digest: Buffer): Buffer | undefined => 
 }
 
 /**
- * Runs the CommonJS `file` as Node would, with the code cache in `cacheFile`. The file must be
- * ASCII (esbuild's `charset: "ascii"`): it is decoded as Latin-1, much faster than as UTF-8.
+ * Runs the CommonJS `file` as Node would, with the first of `cacheFiles` made for it and this
+ * runtime. The file must be ASCII (esbuild's `charset: "ascii"`): it is decoded as Latin-1, much
+ * faster than as UTF-8.
  */
-export const runWithCodeCache = (file: string, cacheFile: string): CodeCacheRun => {
+export const runWithCodeCache = (file: string, cacheFiles: ReadonlyArray<string>): CodeCacheRun => {
   const source = readFileSync(file)
-  const digest = createHash("sha256").update(source).digest()
-  const cachedData = cachedDataOf(cacheFile, digest)
+  const digest = createHash("sha256").update(source).update(`\0${process.version}\0${process.arch}`).digest()
+  let offered: string | undefined
+  let cachedData: Buffer | undefined
+  for (const cacheFile of cacheFiles) {
+    cachedData = cachedDataOf(cacheFile, digest)
+    if (cachedData === undefined) continue
+    offered = cacheFile
+    break
+  }
   // CommonJS's own wrapper, on the file's first line so that line numbers stay the file's.
   const script = new Script(
     `(function (exports, require, module, __filename, __dirname) {${source.toString("latin1")}\n})`,
@@ -61,9 +74,22 @@ export const runWithCodeCache = (file: string, cacheFile: string): CodeCacheRun 
   const module = { exports: {} }
   script.runInThisContext()(module.exports, createRequire(file), module, file, dirname(file))
   return {
-    offered: cachedData !== undefined,
+    offered,
     rejected: cachedData !== undefined && script.cachedDataRejected === true,
     exports: module.exports,
-    writeCache: (cacheFile) => writeFileSync(cacheFile, Buffer.concat([digest, script.createCachedData()])),
+    writeCache: (cacheFile) => {
+      // V8 stamps a cache with a hash of its flags as they are now, and refuses one stamped
+      // differently: the CLI changes one flag as it runs (YoungGeneration.ts), so it is set back
+      // to V8's default first, as a new process starts with it. Writing is the last thing a
+      // process does (Launcher.ts), so nothing runs with the default afterwards.
+      holdYoungGeneration(false)
+      const partial = `${cacheFile}.${process.pid}.partial`
+      try {
+        writeFileSync(partial, Buffer.concat([digest, script.createCachedData()]), { mode: 0o600 })
+        renameSync(partial, cacheFile)
+      } finally {
+        rmSync(partial, { force: true })
+      }
+    },
   }
 }

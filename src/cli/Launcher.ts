@@ -1,26 +1,33 @@
 /**
  * The built `mnemos` command (dist/cli.js): runs the bundled CLI, dist/bundle/cli.cjs (one
- * CommonJS file; scripts/bundle.mjs), without compiling its code again at every start: compiling
- * it was about a fifth of the CPU a process spent before its first MCP answer (docs/benchmarks.md,
- * footprint).
+ * CommonJS file; scripts/bundle.mjs), with V8's code cache of it (CodeCache.ts), so that its code
+ * is not compiled again at every start: compiling it was about a fifth of the CPU a process spent
+ * before its first MCP answer (docs/benchmarks.md, footprint).
  *
- * - Node 22 and later: Node's own compile cache (`module.enableCompileCache`), kept per user
- *   (CompileCacheDir.ts), and the bundle loaded by `require` as any CommonJS file.
- * - Node 20, which has no compile cache: V8's code cache of the bundle (CodeCache.ts), written at
- *   build time by a daemon that answers a first MCP session (scripts/codeCache.mjs), so that it
- *   holds the functions a start runs and not only the bundle's top level.
+ * Which cache, on which Node:
+ * - The build's, dist/bundle/cli.cjs.cache, written by a daemon that answered a first MCP session
+ *   (scripts/codeCache.mjs), so that it holds the functions a start runs and not only the bundle's
+ *   top level. It is made for the Node that ran the build.
+ * - On any other Node (users run 20, 22 and 24), or when V8 refuses the build's (other V8 flags),
+ *   one of the user's own (CodeCacheDir.ts), per runtime and per role: `mcp` for the shim, `serve`
+ *   for everything else. A `serve` or `mcp` process that had none writes it as it exits, trained
+ *   by what it ran; the next start on that runtime uses it. Two installations of different builds
+ *   on one runtime take turns at it (each start then compiles, as without a cache).
  *
- * Either way the bundle's `import()` of the packages left outside it is made here
- * (PackageImport.ts): code restored from V8's code cache on Node 20 cannot run `import()`.
+ * Node's own compile cache (`module.enableCompileCache`, Node 22 and later) is not used: it keeps
+ * only the code compiling the bundle produced, its top level, and measured no faster to a first
+ * answer than no cache (docs/benchmarks.md, footprint).
+ *
+ * The bundle's `import()` of the packages left outside it is made here (PackageImport.ts): code
+ * restored from V8's code cache cannot run `import()`.
  */
-import module from "node:module"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { runWithCodeCache } from "./CodeCache.ts"
-import { compileCacheDir } from "./CompileCacheDir.ts"
+import { codeCacheDir } from "./CodeCacheDir.ts"
 import { packageImporterKey } from "./PackageImport.ts"
 
-/** Set (to a file) by the build: write the code cache there when this process exits (Node 20). */
+/** Set (to a file) by the build: write the code cache there when this process exits. */
 const codeCacheOutEnv = "MNEMOS_CODE_CACHE_OUT"
 
 const bundle = join(dirname(fileURLToPath(import.meta.url)), "bundle", "cli.cjs")
@@ -30,16 +37,22 @@ delete process.env[codeCacheOutEnv]
 ;(globalThis as { [packageImporterKey]?: (specifier: string) => Promise<unknown> })[packageImporterKey] = (specifier) =>
   import(specifier)
 
-/** Node 22.1 and later (not in Node 20's types). */
-const enableCompileCache = (module as { enableCompileCache?: (dir: string) => unknown }).enableCompileCache
-
-if (enableCompileCache !== undefined) {
-  const dir = compileCacheDir()
-  // A cache that cannot be kept (no home, a read-only one) costs only the compilation it saves.
-  if (dir !== undefined) enableCompileCache(dir)
-  module.createRequire(import.meta.url)(bundle)
-} else {
-  const run = runWithCodeCache(bundle, `${bundle}.cache`)
-  // After the run, so that the cache holds every function it compiled.
-  if (cacheOut !== undefined) process.once("exit", () => run.writeCache(cacheOut))
-}
+const command = process.argv[2]
+const userCacheDir = codeCacheDir()
+const userCache =
+  userCacheDir === undefined
+    ? undefined
+    : join(userCacheDir, `${command === "mcp" ? "mcp" : "serve"}-${process.version}-${process.arch}.cache`)
+// The user's own first: it exists only where the build's did not serve.
+const run = runWithCodeCache(bundle, [...(userCache === undefined ? [] : [userCache]), `${bundle}.cache`])
+const writeTo =
+  cacheOut ??
+  ((command === "serve" || command === "mcp") && (run.offered === undefined || run.rejected) ? userCache : undefined)
+// After the run, so that the cache holds every function it compiled. A cache that cannot be
+// written (a full disk, a read-only home) costs only the next start's compilation.
+if (writeTo !== undefined)
+  process.once("exit", () => {
+    try {
+      run.writeCache(writeTo)
+    } catch {}
+  })

@@ -2,8 +2,9 @@
  * The built command's code cache (src/cli/CodeCache.ts): a file runs the same with a cache, without
  * one, with a cache V8 refuses, and with a cache made from other bytes of the same length (which V8
  * alone would take, and run the old code: it checks only the source's length), and a cache made
- * after a run is used. Each run is a process of its own: within one, V8 reuses what it compiled
- * for the same source and never looks at a cache.
+ * after a run is used, also when the run changed a V8 flag (V8 stamps a cache with its flags). Each
+ * run is a process of its own: within one, V8 reuses what it compiled for the same source and
+ * never looks at a cache.
  */
 import { execFileSync } from "node:child_process"
 import { readFileSync, writeFileSync } from "node:fs"
@@ -28,50 +29,85 @@ const setUp = (answer: string) => {
 
 const codeCacheModule = pathToFileURL(join(repoRoot, "src", "cli", "CodeCache.ts")).href
 
-/** `runWithCodeCache(file, cache)` in a new process, writing a cache to `writeTo` after the run. */
-const runWithCodeCache = (file: string, cache: string, writeTo?: string) => {
+const youngGenerationModule = pathToFileURL(join(repoRoot, "src", "search", "thread", "YoungGeneration.ts")).href
+
+interface RunOptions {
+  /** Write a cache here after the run. */
+  readonly writeTo?: string
+  /** Hold the young generation during the run, as a small daemon does (a V8 flag set at run time). */
+  readonly holdYoungGeneration?: boolean
+}
+
+/**
+ * `runWithCodeCache(file, caches)` in a new process; `offered` is the index in `caches` of the
+ * cache handed to V8, or -1.
+ */
+const runWithCodeCache = (file: string, caches: ReadonlyArray<string>, options: RunOptions = {}) => {
   const script = `
     const { runWithCodeCache } = await import(${JSON.stringify(codeCacheModule)})
-    const run = runWithCodeCache(${JSON.stringify(file)}, ${JSON.stringify(cache)})
-    ${writeTo === undefined ? "" : `run.writeCache(${JSON.stringify(writeTo)})`}
-    console.log(JSON.stringify({ offered: run.offered, rejected: run.rejected, exports: run.exports }))`
+    const { holdYoungGeneration } = await import(${JSON.stringify(youngGenerationModule)})
+    const run = runWithCodeCache(${JSON.stringify(file)}, ${JSON.stringify(caches)})
+    ${options.holdYoungGeneration === true ? "holdYoungGeneration(true)" : ""}
+    ${options.writeTo === undefined ? "" : `run.writeCache(${JSON.stringify(options.writeTo)})`}
+    const offered = ${JSON.stringify(caches)}.indexOf(run.offered)
+    console.log(JSON.stringify({ offered, rejected: run.rejected, exports: run.exports }))`
   const output = execFileSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
     cwd: repoRoot,
     encoding: "utf8",
   })
-  return JSON.parse(output) as { offered: boolean; rejected: boolean; exports: unknown }
+  return JSON.parse(output) as { offered: number; rejected: boolean; exports: unknown }
 }
 
 describe("running the bundle with a code cache", () => {
   it("runs without a cache, and uses the cache a run wrote", () => {
     const { dir, file, cache } = setUp("first")
-    const cold = runWithCodeCache(file, cache, cache)
+    const cold = runWithCodeCache(file, [cache], { writeTo: cache })
     assert.deepStrictEqual(cold.exports, { answer: "FIRST", dir })
-    assert.isFalse(cold.offered)
-    const warm = runWithCodeCache(file, cache)
+    assert.strictEqual(cold.offered, -1)
+    const warm = runWithCodeCache(file, [cache])
     assert.deepStrictEqual(warm.exports, { answer: "FIRST", dir })
-    assert.isTrue(warm.offered)
+    assert.strictEqual(warm.offered, 0)
     assert.isFalse(warm.rejected)
+  })
+
+  it("V8 takes a cache written after the run changed a V8 flag (the small daemon's young generation)", () => {
+    const { file, cache } = setUp("first")
+    runWithCodeCache(file, [cache], { writeTo: cache, holdYoungGeneration: true })
+    const run = runWithCodeCache(file, [cache])
+    assert.strictEqual(run.offered, 0)
+    assert.isFalse(run.rejected)
+  })
+
+  it("offers the first cache made for the file and runtime, skipping others", () => {
+    const { dir, file, cache } = setUp("first")
+    const stale = join(dir, "stale.cache")
+    runWithCodeCache(file, [cache], { writeTo: stale })
+    writeFileSync(file, program("other"))
+    runWithCodeCache(file, [cache], { writeTo: cache })
+    const run = runWithCodeCache(file, [join(dir, "missing.cache"), stale, cache])
+    assert.strictEqual(run.offered, 2)
+    assert.isFalse(run.rejected)
+    assert.deepStrictEqual(run.exports, { answer: "OTHER", dir })
   })
 
   it("does not use a cache made from other bytes of the same length", () => {
     const { file, cache } = setUp("first")
-    runWithCodeCache(file, cache, cache)
+    runWithCodeCache(file, [cache], { writeTo: cache })
     writeFileSync(file, program("other"))
-    const run = runWithCodeCache(file, cache)
+    const run = runWithCodeCache(file, [cache])
     assert.deepStrictEqual(run.exports, { answer: "OTHER", dir: join(file, "..") })
-    assert.isFalse(run.offered)
+    assert.strictEqual(run.offered, -1)
   })
 
   it("compiles the source when V8 refuses the cache", () => {
     const { file, cache } = setUp("first")
-    runWithCodeCache(file, cache, cache)
+    runWithCodeCache(file, [cache], { writeTo: cache })
     const bytes = readFileSync(cache)
     // The digest is kept, the cached data after it is not V8's any more.
     writeFileSync(cache, Buffer.concat([bytes.subarray(0, 32), Buffer.alloc(bytes.length - 32, 7)]))
-    const run = runWithCodeCache(file, cache)
+    const run = runWithCodeCache(file, [cache])
     assert.deepStrictEqual(run.exports, { answer: "FIRST", dir: join(file, "..") })
-    assert.isTrue(run.offered)
+    assert.strictEqual(run.offered, 0)
     assert.isTrue(run.rejected)
   })
 })

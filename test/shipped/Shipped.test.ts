@@ -9,7 +9,8 @@
  * under a virtual X server. A tool added without a call here fails the test.
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process"
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { createHash } from "node:crypto"
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
@@ -431,6 +432,38 @@ describe(`the installed product on Node ${productNodeVersion}`, () => {
         line({ id: 3, method: "tools/call", params: { name: "list_sticky_notes", arguments: {} } }),
     )
     assert.include(reread.stdout, "piped then closed")
+  })
+
+  it("starts from a code cache made for this Node: the build's, or one of its own written once", async () => {
+    const cacheHome = tempDir("mnemos-shipped-cache-")
+    const dataDir = tempDir("mnemos-shipped-cached-")
+    const serve = async (text: string) => {
+      const ended = await runProductWith(
+        ["serve", "--stdio", "--data-dir", dataDir],
+        initialize + initialized + noteCall(2, text),
+        { XDG_CACHE_HOME: cacheHome },
+      )
+      assert.strictEqual(ended.code, 0, ended.stderr)
+      assert.include(JSON.stringify(answersOf(ended.stdout).find((message) => message.id === 2)), text)
+    }
+    const bundle = join(dirname(product.cli), "bundle", "cli.cjs")
+    const madeFor = createHash("sha256")
+      .update(readFileSync(bundle))
+      .update(`\0${productNodeVersion}\0${process.arch}`)
+      .digest()
+    const buildsIsThisNodes = readFileSync(`${bundle}.cache`).subarray(0, madeFor.length).equals(madeFor)
+    const own = join(cacheHome, "mnemos", "code-cache", `serve-${productNodeVersion}-${process.arch}.cache`)
+    await serve("a first start")
+    if (buildsIsThisNodes) {
+      assert.isFalse(existsSync(own), "wrote a cache of its own beside the build's, made for this Node")
+      return
+    }
+    assert.isTrue(existsSync(own), "wrote no code cache for a Node the build's was not made for")
+    const written = statSync(own)
+    await serve("a second start")
+    const after = statSync(own)
+    // Rewritten (a new file renamed over it) only when V8 refused it.
+    assert.deepStrictEqual([after.ino, after.mtimeMs], [written.ino, written.mtimeMs], "V8 refused the cache it wrote")
   })
 
   it("editor tools against a Neovim that has quit answer NOT_FOUND, not an internal error", async () => {
