@@ -7,8 +7,9 @@
  * official server's `memory.jsonl` and imported (`import --format official-jsonl`); a first daemon
  * warms search and is stopped (search's index persisted), then the measured one starts, warms, is
  * asked 20 omni searches (`/api/search`) and idles `idleSettleMs`. Printed: RSS (anonymous, mapped
- * files) from /proc, the mappings grouped (V8 heaps and other anonymous memory, LMDB files, node),
- * and the search thread's own heap as health reports it; the official server on the same file.
+ * files) from /proc, the CPU it spends idle over the next `idleCpuMs` (every thread, per minute), the mappings grouped (V8 heaps and other anonymous memory, LMDB files, node),
+ * and the search thread's own heap as health reports it; the official server on the same file
+ * (RSS and idle CPU the same way, after its 20 searches).
  * Then the start: spawn of `serve --stdio` to the first answered `open_nodes`, and of the official
  * server to its first answered `open_nodes`, alternating (median of 3 each). Also printed: the
  * daemon's main-thread heap (`/api/stats` `mainThread`) and where search runs (`omniSearch.thread`).
@@ -21,13 +22,22 @@ import { join } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { officialServerPath, repoRoot } from "../test/support/mcpClient.ts"
-import { freePort, memoryOf, runNode, waitForPing } from "./ProcessStats.ts"
+import { cpuMsOf, freePort, memoryOf, runNode, waitForPing } from "./ProcessStats.ts"
 import { seededRandom } from "./Random.ts"
 import { sentenceMaker, vocabulary } from "./search.ts"
 
 const cli = process.env.MNEMOS_BENCH_CLI ?? join(repoRoot, "dist", "cli.js")
 const idleSettleMs = 5_000
+/** The window over which idle CPU is measured, after the memory sample. */
+const idleCpuMs = 10_000
 const searches = 20
+
+/** CPU ms per minute that `pid` spends over the next `idleCpuMs` (every thread). */
+const idleCpuPerMinute = async (pid: number) => {
+  const before = cpuMsOf(pid)!
+  await sleep(idleCpuMs)
+  return ((cpuMsOf(pid)! - before) * 60_000) / idleCpuMs
+}
 const mib = (bytes: number) => (bytes / 1024 / 1024).toFixed(1)
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -114,11 +124,13 @@ const serve = async (dataDir: string, measure: boolean) => {
     }
     await sleep(idleSettleMs)
     const memory = memoryOf(child.pid!)!
+    const idleCpu = await idleCpuPerMinute(child.pid!)
     const stats = await api(port, dataDir, "/api/stats")
     const search = stats.omniSearch as Record<string, unknown>
     return {
       warmMs,
       memory,
+      idleCpu,
       mappings: mappingsOf(child.pid!),
       placement: search.thread,
       thread: search.memory,
@@ -143,7 +155,8 @@ const official = async (file: string) => {
   try {
     for (let i = 0; i < searches; i++) await client.callTool({ name: "search_nodes", arguments: { query: `word${i}` } })
     await sleep(idleSettleMs)
-    return memoryOf(transport.pid!)!
+    const memory = memoryOf(transport.pid!)!
+    return { memory, idleCpu: await idleCpuPerMinute(transport.pid!) }
   } finally {
     await client.close()
   }
@@ -186,7 +199,7 @@ if (!existsSync(dataDir)) {
   console.log("search warmed once and persisted")
 }
 const run = (await serve(dataDir, true))!
-const officialMemory = await official(file)
+const officialRun = await official(file)
 const graphText = readFileSync(file, "utf8")
 const firstName = (JSON.parse(graphText.slice(0, graphText.indexOf("\n"))) as { name: string }).name
 const starts: Array<number> = []
@@ -204,7 +217,10 @@ console.log(
 console.log(
   `mnemos idle RSS ${mib(run.memory.rssBytes)} MiB (anonymous ${mib(run.memory.anonRssBytes)}, files ${mib(run.memory.fileRssBytes)}), peak ${mib(run.memory.peakRssBytes)}, warm in ${run.warmMs.toFixed(0)} ms`,
 )
-console.log(`official idle RSS ${mib(officialMemory.rssBytes)} MiB`)
+console.log(`official idle RSS ${mib(officialRun.memory.rssBytes)} MiB`)
+console.log(
+  `idle CPU, ms a minute (every thread, ${idleCpuMs / 1000} s after the memory sample): mnemos ${run.idleCpu.toFixed(0)}, official ${officialRun.idleCpu.toFixed(0)}`,
+)
 console.log(
   `start (serve --stdio to the first open_nodes): median ${median(starts)} ms (${starts.map((ms) => ms.toFixed(0)).join(" / ")}); official ${median(officialStarts)} ms (${officialStarts.map((ms) => ms.toFixed(0)).join(" / ")})`,
 )

@@ -5,7 +5,8 @@
  * It reads the event bus through `AuditFeed`, a subscription made before the stores start, so
  * the events a store re-publishes while recovering (its WAL tail) reach the ledger too; the
  * store's dedup by (store, seq) audits each once. Appending runs in the background every
- * `auditDrainIntervalMs`, and `catchUp` drains synchronously: stores publish before they
+ * `auditDrainIntervalMs` while events come (and sleeps while none are published), and `catchUp`
+ * drains synchronously: stores publish before they
  * acknowledge, so after `catchUp` every acknowledged mutation is in the ledger. Both drain under
  * one lock, so an event taken from the bus is always appended before a `catchUp` returns.
  *
@@ -25,7 +26,7 @@
  */
 import { Context, Effect, Layer, PubSub, Semaphore } from "effect"
 import { Router } from "../actors/Router.ts"
-import { type CommittedEvent, EventBus, eventBusCapacity } from "../stores/EventBus.ts"
+import { type CommittedEvent, EventBus, eventBusCapacity, followBus } from "../stores/EventBus.ts"
 import { StoreError } from "../stores/StoreError.ts"
 import { auditEntryOf } from "./AuditEntries.ts"
 import { type AuditFilter, type AuditPage, queryAudit } from "./AuditQueries.ts"
@@ -83,10 +84,11 @@ const unavailable = new StoreError({
   message: 'store "audit" is not running in this engine',
 })
 
-export const layer: Layer.Layer<AuditLedger, never, Router | AuditFeed> = Layer.effect(
+export const layer: Layer.Layer<AuditLedger, never, Router | AuditFeed | EventBus> = Layer.effect(
   AuditLedger,
   Effect.gen(function* () {
     const router = yield* Router
+    const bus = yield* EventBus
     const feed = yield* AuditFeed
     if (!router.health().some((store) => store.name === auditStore.name)) {
       return AuditLedger.of({
@@ -130,14 +132,17 @@ export const layer: Layer.Layer<AuditLedger, never, Router | AuditFeed> = Layer.
     const catchUp = lock.withPermits(1)(drain)
 
     yield* Effect.forkScoped(
-      Effect.forever(
-        pause(auditDrainIntervalMs).pipe(
-          Effect.andThen(catchUp),
+      followBus(bus, feed, {
+        intervalMs: auditDrainIntervalMs,
+        wait: pause,
+        // Entries a failed append kept are tried again without waiting for a publication.
+        pending: () => pending.length > 0,
+        step: catchUp.pipe(
           Effect.catch((error) =>
             Effect.logWarning(`audit ledger: ${error.message}`).pipe(Effect.andThen(pause(auditRetryMs))),
           ),
         ),
-      ),
+      }),
     )
     // Registered after the fork, so it runs first at shutdown, while the stores still serve.
     yield* Effect.addFinalizer(() => catchUp.pipe(Effect.ignore))

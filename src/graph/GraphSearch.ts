@@ -10,10 +10,10 @@
  * subscriber) discards the indexes; they are rebuilt on the next search. Candidates come from the
  * index and every answer equals a scan (`searchNodesByScan`), which the tests check.
  */
-import { Context, Duration, Effect, Layer, PubSub, Semaphore } from "effect"
+import { Context, Effect, Layer, PubSub, Semaphore } from "effect"
 import { Router } from "../actors/Router.ts"
 import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
-import { type CommittedEvent, EventBus, isDomainEvent } from "../stores/EventBus.ts"
+import { type CommittedEvent, EventBus, followBus, isDomainEvent } from "../stores/EventBus.ts"
 import type { StoreError } from "../stores/StoreError.ts"
 import { ProjectReadModel, type RefreshedInDrain } from "./GraphReadModel.ts"
 import { type GraphEvent, graphStore } from "./GraphStore.ts"
@@ -22,7 +22,7 @@ import type { KnowledgeGraph } from "./Model.ts"
 /** Graph events re-read per turn of the event loop when catching up (each names up to 100 entities). */
 const refreshSliceEvents = 4
 
-/** How often the index catches up with the event bus when nobody searches. */
+/** How often the index catches up with the event bus when nobody searches, while events come. */
 const backgroundDrainIntervalMs = 50
 
 /** Index sizes, for health. */
@@ -46,7 +46,8 @@ export const layer: Layer.Layer<GraphSearch, never, Router | EventBus> = Layer.e
   GraphSearch,
   Effect.gen(function* () {
     const store = (yield* Router).store(graphStore)
-    const subscription = yield* (yield* EventBus).subscribe
+    const bus = yield* EventBus
+    const subscription = yield* bus.subscribe
     const lock = yield* Semaphore.make(1)
     const indexes = new Map<string, ProjectReadModel>()
     let lastSeq: number | undefined
@@ -103,15 +104,16 @@ export const layer: Layer.Layer<GraphSearch, never, Router | EventBus> = Layer.e
       return model
     }
 
-    // Keep up between searches too, so the bus never has to drop events for this subscriber.
-    // (It drains under the lock: taking events outside it could hide them from a search.)
+    // Keep up between searches too, so the bus never has to drop events for this subscriber;
+    // asleep while nothing is published. (It drains under the lock: taking events outside it
+    // could hide them from a search.)
     yield* Effect.forkScoped(
-      Effect.forever(
-        Effect.sleep(Duration.millis(backgroundDrainIntervalMs)).pipe(
-          Effect.andThen(lock.withPermits(1)(drain)),
-          Effect.catch(() => Effect.void),
-        ),
-      ),
+      followBus(bus, subscription, {
+        intervalMs: backgroundDrainIntervalMs,
+        step: lock
+          .withPermits(1)(drain)
+          .pipe(Effect.catch(() => Effect.void)),
+      }),
     )
 
     const searchNodes = (project: string, query: string) =>

@@ -32,10 +32,10 @@
  */
 import { existsSync } from "node:fs"
 import { join } from "node:path"
-import { Clock, Context, Duration, Effect, Fiber, Layer, PubSub, Semaphore } from "effect"
+import { Clock, Context, Effect, Fiber, Layer, PubSub, Semaphore } from "effect"
 import { Router } from "../actors/Router.ts"
 import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
-import { type CommittedEvent, EventBus, isDomainEvent } from "../stores/EventBus.ts"
+import { type CommittedEvent, EventBus, followBus, isDomainEvent } from "../stores/EventBus.ts"
 import type { EmbedderConfig, EmbedderStatus } from "./embedding/Embedder.ts"
 import type { Reembedding } from "./embedding/ModelSwitch.ts"
 import type { CoreStats, SearchRequest, ThreadMemory } from "./index/IndexCore.ts"
@@ -48,8 +48,10 @@ import { holdYoungGeneration } from "./thread/YoungGeneration.ts"
 
 export type { SearchRequest } from "./index/IndexCore.ts"
 
-/** How often the index catches up with the bus when nobody searches. */
+/** How often the index catches up with the bus when nobody searches, while events come. */
 export const backgroundDrainIntervalMs = 25
+/** With nothing published, how long a store's reconcile (asked for after a failure) may wait. */
+export const idleReconcileMs = 1000
 /**
  * Events the background loop reads from the stores' views per turn of the event loop: between
  * turns, requests that arrived meanwhile are served (searches still drain it all).
@@ -169,7 +171,8 @@ export const makeIndexer = (config: IndexerConfig) =>
   Effect.gen(function* () {
     const router = yield* Router
     // Subscribe before anything is read, so every change after the first scan arrives as an event.
-    const subscription = yield* (yield* EventBus).subscribe
+    const bus = yield* EventBus
+    const subscription = yield* bus.subscribe
     const lock = yield* Semaphore.make(1)
     const locked = <A, E, R>(effect: Effect.Effect<A, E, R>) => lock.withPermits(1)(effect)
     const sources = new Map(config.sources.map((source) => [source.definition.name, source]))
@@ -473,11 +476,15 @@ export const makeIndexer = (config: IndexerConfig) =>
 
     const warmDone = yield* Effect.forkScoped(warmUp)
 
-    // Background: catch up with the bus, reconcile stores that asked for it.
+    // Background: catch up with the bus, reconcile stores that asked for it; an idle daemon's
+    // indexer sleeps until something is published (a reconcile asked for meanwhile waits at most
+    // `idleReconcileMs`).
     yield* Effect.forkScoped(
-      Effect.forever(
-        Effect.gen(function* () {
-          yield* Effect.sleep(Duration.millis(backgroundDrainIntervalMs))
+      followBus(bus, subscription, {
+        intervalMs: backgroundDrainIntervalMs,
+        idleStepMs: idleReconcileMs,
+        pending: () => warmed && needsReconcile.size > 0,
+        step: Effect.gen(function* () {
           yield* drainInSlices
           yield* locked(moveToWorkerIfOutgrown)
           if (warmed)
@@ -486,7 +493,7 @@ export const makeIndexer = (config: IndexerConfig) =>
               if (source !== undefined) yield* reconcile(source)
             }
         }).pipe(Effect.catchCause((cause) => Effect.logWarning(`search indexer: ${cause}`))),
-      ),
+      }),
     )
     // Last: send what was published, so the thread's flush at close holds the newest state.
     yield* Effect.addFinalizer(() => locked(drain).pipe(Effect.ignore))

@@ -8,7 +8,7 @@
  * are gap-free per store; it then resynchronises from the store's state. Publishing never blocks
  * a writer.
  */
-import { Context, Effect, Layer, PubSub, type Scope } from "effect"
+import { Context, Deferred, Duration, Effect, Layer, Option, PubSub, type Scope } from "effect"
 
 /** How many events a subscriber may fall behind before the oldest are dropped for it. */
 export const eventBusCapacity = 65_536
@@ -45,6 +45,11 @@ export class EventBus extends Context.Service<
   {
     readonly publishAll: (events: ReadonlyArray<CommittedEvent>) => Effect.Effect<void>
     readonly subscribe: Effect.Effect<PubSub.Subscription<CommittedEvent>, never, Scope.Scope>
+    /**
+     * Completes at the first publication after this call (the call itself is the moment it
+     * counts from, not the run of the effect it returns).
+     */
+    readonly nextPublication: () => Effect.Effect<void>
   }
 >()("mnemos/actors/EventBus") {}
 
@@ -53,9 +58,61 @@ export const layer: Layer.Layer<EventBus> = Layer.effect(
   EventBus,
   Effect.gen(function* () {
     const pubsub = yield* PubSub.sliding<CommittedEvent>(eventBusCapacity)
+    let published = Deferred.makeUnsafe<void>()
+    const announce = Effect.sync(() => {
+      const waiting = published
+      published = Deferred.makeUnsafe<void>()
+      Deferred.doneUnsafe(waiting, Effect.void)
+    })
     return EventBus.of({
-      publishAll: (events) => (events.length === 0 ? Effect.void : Effect.asVoid(PubSub.publishAll(pubsub, events))),
+      publishAll: (events) =>
+        events.length === 0 ? Effect.void : Effect.andThen(PubSub.publishAll(pubsub, events), announce),
       subscribe: PubSub.subscribe(pubsub),
+      nextPublication: () => Deferred.await(published),
     })
   }),
 )
+
+/** How a subscriber keeps up with the bus between the reads that drain it (`followBus`). */
+export interface Following {
+  /** Catches up: drains the subscription (and whatever else the subscriber does in the background). */
+  readonly step: Effect.Effect<void>
+  /** The least time between two steps while events keep coming: they are taken in batches. */
+  readonly intervalMs: number
+  /**
+   * Work of the subscriber's own that no publication announces: while true, steps go on every
+   * `intervalMs`; when it may become true unannounced, `idleStepMs` bounds the wait for it.
+   */
+  readonly pending?: () => boolean
+  /** With nothing published, a step at least this often (never, when absent). */
+  readonly idleStepMs?: number
+  /** How to wait `ms` (default `Effect.sleep`, the Effect Clock's; wall-clock timers for housekeeping). */
+  readonly wait?: (ms: number) => Effect.Effect<void>
+}
+
+/**
+ * Runs `step` forever: `intervalMs` apart while `subscription` has events or work is `pending`,
+ * then nothing until the next publication (or `idleStepMs`). An idle daemon's subscribers do not
+ * wake its event loop: polling every few milliseconds cost an idle daemon about 2% of a core on a
+ * shared machine, and kept V8 from handing back the heap it no longer used (docs/benchmarks.md,
+ * footprint).
+ */
+export const followBus = (
+  bus: EventBus["Service"],
+  subscription: PubSub.Subscription<CommittedEvent>,
+  following: Following,
+): Effect.Effect<never> =>
+  Effect.suspend(() => {
+    const wait = following.wait ?? ((ms: number) => Effect.sleep(Duration.millis(ms)))
+    return Effect.forever(
+      Effect.gen(function* () {
+        yield* wait(following.intervalMs)
+        yield* following.step
+        // Taken before looking, so that a publication after the look still ends the wait.
+        const published = bus.nextPublication()
+        const waiting = Option.getOrElse(PubSub.remainingUnsafe(subscription), () => 0)
+        if (waiting > 0 || following.pending?.() === true) return
+        yield* following.idleStepMs === undefined ? published : Effect.raceFirst(published, wait(following.idleStepMs))
+      }),
+    )
+  })

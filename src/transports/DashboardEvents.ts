@@ -205,14 +205,21 @@ export const makeDashboardEvents: Effect.Effect<DashboardEvents, never, EventBus
 
     const subscription = yield* (yield* EventBus).subscribe
     yield* Effect.forkScoped(Effect.forever(PubSub.takeAll(subscription).pipe(Effect.map((batch) => enqueue(batch)))))
-    const flushTimer = setInterval(flush, liveFlushIntervalMs)
-    const pingTimer = setInterval(() => {
-      for (const client of clients) send(client, { type: "ping", at: Date.now() })
-    }, livePingIntervalMs)
+    /** The flush and ping timers: running only while a page follows (an idle daemon is not woken). */
+    let timers: { readonly flush: NodeJS.Timeout; readonly ping: NodeJS.Timeout } | undefined
+    const stopTimers = () => {
+      if (timers === undefined) return
+      clearInterval(timers.flush)
+      clearInterval(timers.ping)
+      timers = undefined
+    }
+    const detach = (client: Client) => {
+      clients.delete(client)
+      if (clients.size === 0) stopTimers()
+    }
 
     const close = () => {
-      clearInterval(flushTimer)
-      clearInterval(pingTimer)
+      stopTimers()
       for (const client of clients) client.socket.close(1001, "the mnemos daemon is shutting down")
       clients.clear()
       for (const socket of webSocketServer.clients) socket.terminate()
@@ -223,8 +230,14 @@ export const makeDashboardEvents: Effect.Effect<DashboardEvents, never, EventBus
       if (clients.size >= liveClientsMax) return socket.close(1013, "too many dashboard pages open")
       const client: Client = { socket, queue: [], mustResync: undefined }
       clients.add(client)
-      socket.on("close", () => clients.delete(client))
-      socket.on("error", () => clients.delete(client))
+      timers ??= {
+        flush: setInterval(flush, liveFlushIntervalMs),
+        ping: setInterval(() => {
+          for (const client of clients) send(client, { type: "ping", at: Date.now() })
+        }, livePingIntervalMs),
+      }
+      socket.on("close", () => detach(client))
+      socket.on("error", () => detach(client))
       socket.on("message", () => undefined) // the page sends nothing that matters
       send(client, { type: "hello", at: Date.now() })
     }

@@ -392,14 +392,19 @@ export const makeIndexCore = (config: CoreConfig) =>
 
     /**
      * Background work: documents that waited for the model, a step of re-embedding, one of the ANN
-     * index; once warm, letting go of the pages reads mapped when none came for `idleMs`.
+     * index; once warm, letting go of the pages reads mapped when none came for `idleMs`. Answers
+     * when it has work again: `"soon"` (a step is left, or documents wait for the model to load),
+     * in so many ms (the pages' release), or `"idle"` (nothing until a request brings some).
      */
-    const tick = Effect.gen(function* () {
-      if (warm && readAt !== undefined && (yield* Clock.currentTimeMillis) - readAt >= idleMs) yield* releaseMappedPages
+    const tick: Effect.Effect<TickAfter> = Effect.gen(function* () {
+      const now = yield* Clock.currentTimeMillis
+      if (warm && readAt !== undefined && now - readAt >= idleMs) yield* releaseMappedPages
       if (deferred.size > 0 && live().status().state === "ready") yield* locked(embed([]))
       if (loaded && modelSwitch !== undefined) yield* modelSwitch.step
-      if (index.vectors.annBacklogSize > 0 || (!index.vectors.annReady && index.vectors.size > 0))
-        yield* locked(Effect.sync(() => index.vectors.buildAnnStep()))
+      if (index.vectors.annBehind) yield* locked(Effect.sync(() => index.vectors.buildAnnStep()))
+      const switching = loaded && modelSwitch !== undefined && !modelSwitch.progress().finished
+      if (deferred.size > 0 || switching || index.vectors.annBehind) return "soon"
+      return warm && readAt !== undefined ? Math.max(0, readAt + idleMs - now) : "idle"
     })
 
     const embedQuery = (model: Embedder["Service"], request: SearchRequest) =>
@@ -467,3 +472,6 @@ export const makeIndexCore = (config: CoreConfig) =>
 
 /** The core's operations. */
 export type IndexCore = Effect.Success<ReturnType<typeof makeIndexCore>>
+
+/** When the core has background work again (`tick`): soon, in so many ms, or not before a request. */
+export type TickAfter = "soon" | number | "idle"

@@ -100,6 +100,11 @@ export class VectorIndex {
     return this.annBacklog.size
   }
 
+  /** `buildAnnStep` has work: vectors wait, or the collection has grown to need the index. */
+  get annBehind(): boolean {
+    return this.annBacklog.size > 0 || (this.ann === undefined && this.count >= this.annMin)
+  }
+
   has(num: number): boolean {
     return this.present[num] === 1
   }

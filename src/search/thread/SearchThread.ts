@@ -24,6 +24,7 @@ import {
   type CoreStats,
   makeIndexCore,
   type SearchRequest,
+  type TickAfter,
 } from "../index/IndexCore.ts"
 import type { GroupDocuments, SearchDocument } from "../index/SearchDocument.ts"
 import type { Timeline } from "../index/SearchIndex.ts"
@@ -92,6 +93,37 @@ type ThreadReply =
 /** How often the thread does background work (documents that waited for the model, ANN steps). */
 export const tickIntervalMs = 25
 
+/**
+ * The background work's wait between two ticks: none while work is left (the ticks are
+ * `tickIntervalMs` apart), else until the time the core named or until a request has been
+ * handled, whichever is first; with no time named, only the latter. An idle thread is not woken
+ * every few milliseconds: an idle daemon then spends no CPU on search, and V8 can give back the
+ * heap it no longer uses (docs/benchmarks.md, footprint).
+ */
+const makeBackgroundWait = () => {
+  let wake: (() => void) | undefined
+  return {
+    /** A request was handled: the work it may have left is looked at now. */
+    handled: (): void => wake?.(),
+    wait: (after: TickAfter): Effect.Effect<void> =>
+      after === "soon"
+        ? Effect.void
+        : Effect.callback<void>((resume) => {
+            const done = () => {
+              wake = undefined
+              clearTimeout(timer)
+              resume(Effect.void)
+            }
+            const timer = after === "idle" ? undefined : setTimeout(done, Math.max(0, after - tickIntervalMs))
+            wake = done
+            return Effect.sync(() => {
+              clearTimeout(timer)
+              if (wake === done) wake = undefined
+            })
+          }),
+  }
+}
+
 const logFailure = (what: string) => (cause: Cause.Cause<unknown>) =>
   Effect.logWarning(`search thread: ${what} failed: ${Cause.pretty(cause)}`)
 
@@ -108,17 +140,30 @@ export const serveIndex = (port: MessagePort, config: ThreadConfig): Promise<voi
             ? { id, ok: true, value: exit.value }
             : { id, ok: false, error: Cause.pretty(exit.cause) }) satisfies ThreadReply,
         )
+      const background = makeBackgroundWait()
       const inBackground = (id: number, effect: Effect.Effect<unknown>) =>
-        Effect.forkScoped(Effect.exit(effect).pipe(Effect.map((exit) => answer(id, exit))))
+        Effect.forkScoped(
+          Effect.exit(effect).pipe(
+            Effect.flatMap((exit) =>
+              Effect.sync(() => {
+                answer(id, exit)
+                background.handled()
+              }),
+            ),
+          ),
+        )
       yield* Effect.forkScoped(
         Effect.forever(
-          Effect.andThen(
-            Effect.sleep(Duration.millis(tickIntervalMs)),
-            core.tick.pipe(Effect.catchCause(logFailure("background work"))),
+          Effect.sleep(Duration.millis(tickIntervalMs)).pipe(
+            Effect.andThen(core.tick),
+            Effect.catchCause((cause) => Effect.as(logFailure("background work")(cause), "soon" as const)),
+            Effect.flatMap(background.wait),
           ),
         ),
       )
       while (true) {
+        // The request before this one has been handled: it may have left background work.
+        background.handled()
         const request = yield* Queue.take(inbox)
         switch (request.op) {
           // Unanswered: a failure is logged, and the thread goes on (the indexer's next reconcile
