@@ -125,12 +125,14 @@ const serve = async (dataDir: string, measure: boolean) => {
     await sleep(idleSettleMs)
     const memory = memoryOf(child.pid!)!
     const idleCpu = await idleCpuPerMinute(child.pid!)
+    const memoryLater = memoryOf(child.pid!)!
     const stats = await api(port, dataDir, "/api/stats")
     const search = stats.omniSearch as Record<string, unknown>
     return {
       warmMs,
       memory,
       idleCpu,
+      memoryLater,
       mappings: mappingsOf(child.pid!),
       placement: search.thread,
       thread: search.memory,
@@ -156,7 +158,8 @@ const official = async (file: string) => {
     for (let i = 0; i < searches; i++) await client.callTool({ name: "search_nodes", arguments: { query: `word${i}` } })
     await sleep(idleSettleMs)
     const memory = memoryOf(transport.pid!)!
-    return { memory, idleCpu: await idleCpuPerMinute(transport.pid!) }
+    const idleCpu = await idleCpuPerMinute(transport.pid!)
+    return { memory, idleCpu, memoryLater: memoryOf(transport.pid!)! }
   } finally {
     await client.close()
   }
@@ -218,6 +221,9 @@ console.log(
   `mnemos idle RSS ${mib(run.memory.rssBytes)} MiB (anonymous ${mib(run.memory.anonRssBytes)}, files ${mib(run.memory.fileRssBytes)}), peak ${mib(run.memory.peakRssBytes)}, warm in ${run.warmMs.toFixed(0)} ms`,
 )
 console.log(`official idle RSS ${mib(officialRun.memory.rssBytes)} MiB`)
+console.log(
+  `idle RSS ${(idleSettleMs + idleCpuMs) / 1000} s after the searches: mnemos ${mib(run.memoryLater.rssBytes)} MiB, official ${mib(officialRun.memoryLater.rssBytes)} MiB`,
+)
 console.log(
   `idle CPU, ms a minute (every thread, ${idleCpuMs / 1000} s after the memory sample): mnemos ${run.idleCpu.toFixed(0)}, official ${officialRun.idleCpu.toFixed(0)}`,
 )
