@@ -29,7 +29,7 @@ import { sentenceMaker, vocabulary } from "./search.ts"
 const cli = process.env.MNEMOS_BENCH_CLI ?? join(repoRoot, "dist", "cli.js")
 const idleSettleMs = 5_000
 /** The window over which idle CPU is measured, after the memory sample. */
-const idleCpuMs = 10_000
+const idleCpuMs = 15_000
 const searches = 20
 
 /** CPU ms per minute that `pid` spends over the next `idleCpuMs` (every thread). */

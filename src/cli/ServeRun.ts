@@ -10,6 +10,7 @@ import { resolveActiveNvimFile } from "../editor/ActiveNvimFile.ts"
 import * as EditorServices from "../editor/EditorServices.ts"
 import { encoderConfigOf } from "../search/embedding/EncoderLoader.ts"
 import { chosenModel, modelDirOf } from "../search/embedding/ModelFolder.ts"
+import { startIdleCollection } from "../search/thread/IdleHeap.ts"
 import { resolveDataDir } from "../stores/datadir/DataDir.ts"
 import { defaultToolsets, toolsets as knownToolsets, selectTools } from "../tools/Catalogue.ts"
 import { ping } from "../transports/Daemon.ts"
@@ -105,6 +106,8 @@ export const serve = Effect.fn(function* ({
     ...(nats === undefined ? {} : { nats }),
   })
   yield* Effect.gen(function* () {
+    // The heap a quiet daemon no longer uses is given back (IdleHeap.ts).
+    yield* Effect.acquireRelease(Effect.sync(startIdleCollection), (stop) => Effect.sync(stop))
     yield* Console.error(`mnemos ${versionLine()}`)
     yield* Console.error(`data directory: ${location.path} (from ${location.source})`)
     if (shared !== undefined) {

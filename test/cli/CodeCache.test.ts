@@ -30,12 +30,15 @@ const setUp = (answer: string) => {
 const codeCacheModule = pathToFileURL(join(repoRoot, "src", "cli", "CodeCache.ts")).href
 
 const youngGenerationModule = pathToFileURL(join(repoRoot, "src", "search", "thread", "YoungGeneration.ts")).href
+const idleHeapModule = pathToFileURL(join(repoRoot, "src", "search", "thread", "IdleHeap.ts")).href
 
 interface RunOptions {
   /** Write a cache here after the run. */
   readonly writeTo?: string
   /** Hold the young generation during the run, as a small daemon does (a V8 flag set at run time). */
   readonly holdYoungGeneration?: boolean
+  /** Collect garbage as a quiet daemon does (V8's `gc`, had by setting a flag for a moment). */
+  readonly collectGarbage?: boolean
 }
 
 /**
@@ -46,8 +49,10 @@ const runWithCodeCache = (file: string, caches: ReadonlyArray<string>, options: 
   const script = `
     const { runWithCodeCache } = await import(${JSON.stringify(codeCacheModule)})
     const { holdYoungGeneration } = await import(${JSON.stringify(youngGenerationModule)})
+    const { collectGarbage } = await import(${JSON.stringify(idleHeapModule)})
     const run = runWithCodeCache(${JSON.stringify(file)}, ${JSON.stringify(caches)})
     ${options.holdYoungGeneration === true ? "holdYoungGeneration(true)" : ""}
+    ${options.collectGarbage === true ? "collectGarbage()" : ""}
     ${options.writeTo === undefined ? "" : `run.writeCache(${JSON.stringify(options.writeTo)})`}
     const offered = ${JSON.stringify(caches)}.indexOf(run.offered)
     console.log(JSON.stringify({ offered, rejected: run.rejected, exports: run.exports }))`
@@ -70,9 +75,12 @@ describe("running the bundle with a code cache", () => {
     assert.isFalse(warm.rejected)
   })
 
-  it("V8 takes a cache written after the run changed a V8 flag (the small daemon's young generation)", () => {
+  it.each([
+    ["the small daemon's young generation held", { holdYoungGeneration: true }],
+    ["a quiet daemon's garbage collected", { collectGarbage: true }],
+  ] as const)("V8 takes a cache written after a run that changed V8 flags: %s", (_, changes) => {
     const { file, cache } = setUp("first")
-    runWithCodeCache(file, [cache], { writeTo: cache, holdYoungGeneration: true })
+    runWithCodeCache(file, [cache], { writeTo: cache, ...changes })
     const run = runWithCodeCache(file, [cache])
     assert.strictEqual(run.offered, 0)
     assert.isFalse(run.rejected)

@@ -28,6 +28,7 @@ import {
 } from "../index/IndexCore.ts"
 import type { GroupDocuments, SearchDocument } from "../index/SearchDocument.ts"
 import type { Timeline } from "../index/SearchIndex.ts"
+import { startIdleCollection } from "./IdleHeap.ts"
 import { startModuleWorker } from "./WorkerModule.ts"
 
 /**
@@ -334,8 +335,10 @@ export const openSearchThread = (config: ThreadConfig, thread = true): SearchThr
 /** The worker's entry (SearchWorker.ts): serves the protocol on the parent port. */
 export const serveParent = (config: ThreadConfig): void => {
   if (parentPort === null) throw new Error("the search thread must run in a worker thread")
+  // Its heap is collected when the daemon goes quiet, as the main thread's is (IdleHeap.ts).
+  const stopIdleCollection = startIdleCollection()
   // A worker's parentPort is a MessagePort in all but its type.
-  void serveIndex(parentPort as unknown as MessagePort, config).catch((error: unknown) => {
+  void serveIndex(parentPort as unknown as MessagePort, config).then(stopIdleCollection, (error: unknown) => {
     console.error(`mnemos search thread: ${String(error)}`)
     process.exit(1)
   })

@@ -1,0 +1,25 @@
+/**
+ * A quiet daemon gives back the heap it no longer uses (src/search/thread/IdleHeap.ts): one full
+ * collection on the first idle look after a busy spell, none while busy, none again until the
+ * next busy spell; and the collection really frees what is garbage.
+ */
+import { assert, describe, it } from "vitest"
+import { collectGarbage, makeIdleCollection } from "../../src/search/thread/IdleHeap.ts"
+
+describe("collecting a quiet daemon's heap", () => {
+  it("collects once per quiet spell, on its first idle look after a busy one", () => {
+    const decide = makeIdleCollection(10_000, 0.01)
+    // CPU ms per look: starting quiet, busy, quiet for three looks, busy again, quiet.
+    const looks = [0, 5, 800, 40, 2, 3, 150, 190, 1].map((cpuMs) => decide.look(cpuMs))
+    assert.deepStrictEqual(looks, [false, false, false, true, false, false, false, false, true])
+  })
+
+  it("frees garbage the heap held", () => {
+    let garbage: Array<Array<number>> | undefined = Array.from({ length: 200 }, () => Array(10_000).fill(1.5))
+    const held = process.memoryUsage().heapUsed
+    garbage = undefined
+    collectGarbage()
+    assert.isUndefined(garbage)
+    assert.isBelow(process.memoryUsage().heapUsed, held - 8 * 1024 * 1024)
+  })
+})
