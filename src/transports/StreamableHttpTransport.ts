@@ -51,6 +51,8 @@ export interface StreamableHttpOptions {
 interface SseStream {
   readonly res: ServerResponse
   readonly unanswered: Set<RequestId>
+  /** Whether its 200 and SSE headers are written (a POST's are, with its first event). */
+  headed: boolean
   open: boolean
   keepAlive: NodeJS.Timeout | undefined
 }
@@ -72,6 +74,7 @@ class Refused {
     readonly code: number,
     readonly message: string,
     readonly headers: Record<string, string> = {},
+    readonly data?: string,
   ) {}
 }
 
@@ -109,7 +112,12 @@ export class StreamableHttpTransport implements Transport {
     const refused = this.closed ? new Refused(404, -32001, "Session not found") : this.route(req, res, parsedBody)
     if (refused === undefined) return
     if (refused.status !== 404 || !this.closed) this.onerror?.(new Error(refused.message))
-    const text = JSON.stringify({ jsonrpc: "2.0", error: { code: refused.code, message: refused.message }, id: null })
+    const error = {
+      code: refused.code,
+      message: refused.message,
+      ...(refused.data !== undefined ? { data: refused.data } : {}),
+    }
+    const text = JSON.stringify({ jsonrpc: "2.0", error, id: null })
     res.writeHead(refused.status, { "content-type": "application/json", ...refused.headers }).end(text)
   }
 
@@ -162,15 +170,19 @@ export class StreamableHttpTransport implements Transport {
       return undefined
     }
     // The headers go out with the first event (or keep-alive): the answer usually follows at once.
-    res.writeHead(200, sseHeaders(this.sessionId))
-    const stream = this.open(res, new Set(requestIds))
+    const stream = this.open(res, new Set(requestIds), false)
     for (const id of requestIds) this.streamOfRequest.set(id, stream)
     try {
       for (const message of messages) this.onmessage?.(message, extra)
     } catch (error) {
-      this.onerror?.(error as Error)
       for (const id of requestIds) this.streamOfRequest.delete(id)
-      this.end(stream)
+      if (stream.headed) {
+        this.onerror?.(error as Error)
+        this.end(stream)
+        return undefined
+      }
+      this.drop(stream)
+      return new Refused(400, -32700, "Parse error", {}, String(error))
     }
     return undefined
   }
@@ -182,9 +194,8 @@ export class StreamableHttpTransport implements Transport {
     if (refused !== undefined) return refused
     if (this.standalone !== undefined)
       return new Refused(409, -32000, "Conflict: Only one SSE stream is allowed per session")
-    res.writeHead(200, sseHeaders(this.sessionId))
+    this.standalone = this.open(res, new Set(), true)
     res.flushHeaders()
-    this.standalone = this.open(res, new Set())
     return undefined
   }
 
@@ -213,10 +224,11 @@ export class StreamableHttpTransport implements Transport {
     return undefined
   }
 
-  private open(res: ServerResponse, unanswered: Set<RequestId>): SseStream {
-    const stream: SseStream = { res, unanswered, open: true, keepAlive: undefined }
+  private open(res: ServerResponse, unanswered: Set<RequestId>, headed: boolean): SseStream {
+    if (headed) res.writeHead(200, sseHeaders(this.sessionId))
+    const stream: SseStream = { res, unanswered, headed, open: true, keepAlive: undefined }
     stream.keepAlive = armSseKeepAlive(this.options.keepAliveMs ?? DEFAULT_SSE_KEEP_ALIVE_MS, () => {
-      if (stream.open) res.write(": keepalive\n\n")
+      if (stream.open) this.head(stream).write(": keepalive\n\n")
     })
     this.streams.add(stream)
     res.once("close", () => this.drop(stream))
@@ -231,10 +243,19 @@ export class StreamableHttpTransport implements Transport {
     if (this.standalone === stream) this.standalone = undefined
   }
 
+  /** The stream's response, its headers written. */
+  private head(stream: SseStream): ServerResponse {
+    if (!stream.headed) {
+      stream.headed = true
+      stream.res.writeHead(200, sseHeaders(this.sessionId))
+    }
+    return stream.res
+  }
+
   private end(stream: SseStream, lastEvent?: string): void {
     const open = stream.open
     this.drop(stream)
-    if (open) stream.res.end(lastEvent)
+    if (open) this.head(stream).end(lastEvent)
   }
 
   async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
@@ -257,7 +278,7 @@ export class StreamableHttpTransport implements Transport {
         return this.end(stream, eventOf(message))
       }
     }
-    if (stream.open) stream.res.write(eventOf(message))
+    if (stream.open) this.head(stream).write(eventOf(message))
   }
 
   async close(): Promise<void> {
