@@ -284,8 +284,9 @@ export class StreamableHttpTransport implements Transport {
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
+    // Requests still owed an answer keep their (ended) stream: an answer sent after the close is
+    // dropped quietly, as the SDK's transport drops it, rather than failing `send`.
     for (const stream of [...this.streams]) this.end(stream)
-    this.streamOfRequest.clear()
     this.onclose?.()
   }
 }
