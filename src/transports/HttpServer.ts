@@ -23,10 +23,8 @@ import {
 } from "node:http"
 import { type AddressInfo, isIP } from "node:net"
 import { isAbsolute } from "node:path"
-// Both loaded on first use: importing the Streamable HTTP transport loads Node's fetch (undici) and
-// http2, ~50 ms of CPU before a daemon could listen, for a transport most clients never use.
+// Loaded on first use: the SDK's SSE transport is for old clients only.
 import type { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js"
-import type { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js"
 import { type Context, Effect, Exit, Scope } from "effect"
@@ -49,6 +47,7 @@ import {
   sessionSweepMs,
   sessionsMax,
 } from "./SessionTable.ts"
+import { StreamableHttpTransport } from "./StreamableHttpTransport.ts"
 import type { Telemetry } from "./Telemetry.ts"
 import { frameBytesHardMax, WebSocketTransport } from "./WebSocketTransport.ts"
 
@@ -127,7 +126,7 @@ export const startHttpServer = (
     const sessions = makeSessionTable()
     const streamable = new Map<
       string,
-      { readonly transport: StreamableHTTPServerTransport; readonly handle: SessionHandle }
+      { readonly transport: StreamableHttpTransport; readonly handle: SessionHandle }
     >()
     const sse = new Map<string, SSEServerTransport>()
     const drain = new Drain()
@@ -268,8 +267,7 @@ export const startHttpServer = (
           error: { code: -32000, message: "Bad Request: no valid session ID (send initialize first)" },
         })
       let handle: SessionHandle | undefined
-      const { StreamableHTTPServerTransport } = await import("@modelcontextprotocol/sdk/server/streamableHttp.js")
-      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      const transport: StreamableHttpTransport = new StreamableHttpTransport({
         sessionIdGenerator: () => randomUUID(),
         onsessioninitialized: (id) => {
           if (handle !== undefined) streamable.set(id, { transport, handle })

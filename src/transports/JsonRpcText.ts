@@ -113,3 +113,51 @@ export const cancelledRequestId = (message: JSONRPCMessage): RequestId | undefin
   const requestId = (message.params as { requestId?: unknown } | undefined)?.requestId
   return typeof requestId === "string" || typeof requestId === "number" ? requestId : undefined
 }
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+const isIdValue = (value: unknown): value is RequestId =>
+  typeof value === "string" || (typeof value === "number" && Number.isSafeInteger(value))
+const hasOnlyKeys = (value: Record<string, unknown>, keys: ReadonlySet<string>): boolean => {
+  for (const key in value) if (!keys.has(key)) return false
+  return true
+}
+const requestKeys = new Set(["jsonrpc", "id", "method", "params"])
+const notificationKeys = new Set(["jsonrpc", "method", "params"])
+const resultKeys = new Set(["jsonrpc", "id", "result"])
+const errorKeys = new Set(["jsonrpc", "id", "error"])
+/** `params` or `result`: a plain object whose `_meta`, if any, is one with a valid progress token. */
+const isPayload = (value: unknown): boolean => {
+  if (!isPlainObject(value)) return false
+  const meta = value._meta
+  if (meta === undefined) return true
+  return isPlainObject(meta) && (meta.progressToken === undefined || isIdValue(meta.progressToken))
+}
+
+/**
+ * `value` as a JSON-RPC message, by plain structural checks of the envelope the SDK's
+ * `JSONRPCMessageSchema` checks (strict objects: no keys beyond the kind's own; ids strings or
+ * integers; `params`/`result` plain objects), without its Zod union; undefined when it is none.
+ * Each method's params are checked later, by the SDK's request schemas or the tool's own Schema.
+ */
+export const jsonRpcMessageOf = (value: unknown): JSONRPCMessage | undefined => {
+  if (!isPlainObject(value) || value.jsonrpc !== "2.0") return undefined
+  if ("method" in value) {
+    if (typeof value.method !== "string" || (value.params !== undefined && !isPayload(value.params))) return undefined
+    if ("id" in value)
+      return isIdValue(value.id) && hasOnlyKeys(value, requestKeys) ? (value as JSONRPCMessage) : undefined
+    return hasOnlyKeys(value, notificationKeys) ? (value as JSONRPCMessage) : undefined
+  }
+  if ("result" in value)
+    return isIdValue(value.id) && isPayload(value.result) && hasOnlyKeys(value, resultKeys)
+      ? (value as JSONRPCMessage)
+      : undefined
+  const error = value.error
+  return (value.id === undefined || isIdValue(value.id)) &&
+    isPlainObject(error) &&
+    Number.isSafeInteger(error.code) &&
+    typeof error.message === "string" &&
+    hasOnlyKeys(value, errorKeys)
+    ? (value as JSONRPCMessage)
+    : undefined
+}
