@@ -262,8 +262,8 @@ export const makeIndexer = (config: IndexerConfig) =>
         return Effect.void
       sentSinceSizeCheck = false
       return ask(async () => {
-        const { index } = await current.call({ op: "stats" })
-        if (index.documents <= documentsMax || thread !== current) return
+        const documents = await current.call({ op: "count" })
+        if (documents <= documentsMax || thread !== current) return
         let moved = () => {}
         moving = new Promise((resolve) => (moved = resolve))
         try {

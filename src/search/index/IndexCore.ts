@@ -461,6 +461,7 @@ export const makeIndexCore = (config: CoreConfig) =>
       embedMissing,
       tick,
       search,
+      documentCount: Effect.sync(() => index.size),
       documents: (ids: ReadonlyArray<string>): Effect.Effect<ReadonlyArray<SearchDocument | undefined>> =>
         reading(Effect.sync(() => ids.map((id) => index.get(id)))),
       timeline: (ids: ReadonlyArray<string>, window: number): Effect.Effect<ReadonlyArray<Timeline | undefined>> =>

@@ -53,6 +53,7 @@ export interface ThreadAnswers {
   readonly documents: ReadonlyArray<SearchDocument | undefined>
   readonly timeline: ReadonlyArray<Timeline | undefined>
   readonly stats: CoreStats
+  readonly count: number
   readonly compact: { readonly bytesBefore: number; readonly bytesAfter: number }
   readonly close: null
 }
@@ -67,6 +68,8 @@ export type ThreadCall =
   | { readonly op: "documents"; readonly ids: ReadonlyArray<string> }
   | { readonly op: "timeline"; readonly ids: ReadonlyArray<string>; readonly window: number }
   | { readonly op: "stats" }
+  /** The documents held: what placing the index needs, without the cost of `stats` (its memory figures). */
+  | { readonly op: "count" }
   | { readonly op: "compact" }
   | { readonly op: "close" }
 
@@ -220,6 +223,8 @@ const handle = (core: Core, request: ThreadCall): Effect.Effect<unknown> => {
       return core.timeline(request.ids, request.window)
     case "stats":
       return core.stats
+    case "count":
+      return core.documentCount
     case "compact":
       return core.compact
     default:
