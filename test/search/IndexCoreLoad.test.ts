@@ -146,4 +146,67 @@ describe("the search index's warm start", () => {
     )
     assert.deepStrictEqual(found, ["kept", undefined, "neighbour"])
   })
+
+  it("answers and persists every document of a run of writes that let go of the file's pages between them", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "mnemos-core-writes-"))
+    dirs.push(dataDir)
+    const modelDir = join(dataDir, "model")
+    mkdirSync(modelDir)
+    writeTinyBert(modelDir)
+    const run = <A>(use: (core: Effect.Success<ReturnType<typeof makeIndexCore>>) => Effect.Effect<A>) =>
+      Effect.runPromise(
+        Effect.scoped(
+          // Idle never comes (an hour): only the writes let go of the pages, every 64 of them.
+          Effect.flatMap(
+            makeIndexCore({
+              stores: ["notes"],
+              dataDir,
+              releaseMappedPagesIdleMs: 3_600_000,
+              releaseMappedPagesWritesMax: 64,
+            }),
+            use,
+          ),
+        ).pipe(Effect.provide(embedderLayer({ model: { kind: "transformer", dir: modelDir }, worker: false }))),
+      )
+    const ids = Array.from({ length: 600 }, (_, i) => `n${i}`)
+    const texts = ids.map((_, i) => `note ${i} about ${i % 2 === 0 ? "cafe" : "tea"}`)
+    const written = await run((core) =>
+      Effect.gen(function* () {
+        yield* core.load
+        yield* core.embedMissing // warm: from here on writes let go of the pages
+        // 60 applies of 10 groups, each a document and its vector; the last group's replaced, then emptied.
+        for (let batch = 0; batch < 60; batch++)
+          yield* core.apply(
+            "notes",
+            Array.from({ length: 10 }, (_, i) => {
+              const n = batch * 10 + i
+              return { group: `g${n}`, documents: [note(ids[n]!, texts[n]!)] }
+            }),
+            batch + 1,
+            10,
+            0,
+          )
+        yield* core.apply("notes", [{ group: "g599", documents: [note("n599", "replaced")] }], 61, 1, 0)
+        yield* core.apply("notes", [{ group: "g598", documents: [] }], 62, 1, 0)
+        const documents = yield* core.documents(ids)
+        const stats = yield* core.stats
+        return { texts: documents.map((document) => document?.text), stats }
+      }),
+    )
+    const expected = [...texts.slice(0, 598), undefined, "replaced"]
+    assert.deepStrictEqual(written.texts, expected)
+    assert.strictEqual(written.stats.index.documents, 599)
+    assert.strictEqual(written.stats.index.vectors, 599)
+    // Restarted: everything was persisted, the last sequence with it.
+    const reloaded = await run((core) =>
+      Effect.gen(function* () {
+        const seqs = yield* core.load
+        const documents = yield* core.documents(ids)
+        return { seqs, texts: documents.map((document) => document?.text), stats: yield* core.stats }
+      }),
+    )
+    assert.deepStrictEqual(reloaded.seqs, { notes: 62 })
+    assert.deepStrictEqual(reloaded.texts, expected)
+    assert.strictEqual(reloaded.stats.index.vectors, 599)
+  })
 })
