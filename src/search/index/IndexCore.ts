@@ -47,8 +47,8 @@ export const releaseMappedPagesIdleMs = 2_000
 /**
  * Puts and removes of search's file after which the index lets go of its mapped pages even while
  * writes go on (a bulk of `create_entities`: at 40,000 documents their transactions had mapped
- * 55-63 MiB of the file, docs/benchmarks.md, "The 10k graph workload's peak"). Each release waits
- * for the writes so far to commit, a few ms under the core's lock.
+ * 52-63 MiB of the file, docs/benchmarks.md, "The 10k graph workload's peak"). Each release waits,
+ * under the core's lock, for the writes so far to be committed, then reopens the environment.
  */
 export const releaseMappedPagesWritesMax = 1_024
 /** Texts per embedding call. */
