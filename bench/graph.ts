@@ -58,7 +58,7 @@ interface Relation {
 }
 
 /** A deterministic corpus and query set. */
-const makeWorkload = (entityCount: number, queryCount: number, seed = 7) => {
+export const makeWorkload = (entityCount: number, queryCount: number, seed = 7) => {
   const random = seededRandom(seed)
   const pick = <A>(items: ReadonlyArray<A>): A => items[Math.floor(random() * items.length)]!
   const letters = "etaoinshrdlucmfwypvbgkjqxz"

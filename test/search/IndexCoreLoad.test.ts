@@ -42,6 +42,24 @@ const residentBytesOf = (file: string): number => {
   return bytes
 }
 
+type Core = Effect.Success<ReturnType<typeof makeIndexCore>>
+
+/** Runs cores on one fresh data directory (with a tiny model), one after another, each in its own scope. */
+const coreRunner = (prefix: string, config: Partial<Parameters<typeof makeIndexCore>[0]> = {}) => {
+  const dataDir = mkdtempSync(join(tmpdir(), prefix))
+  dirs.push(dataDir)
+  const modelDir = join(dataDir, "model")
+  mkdirSync(modelDir)
+  writeTinyBert(modelDir)
+  const run = <A>(use: (core: Core) => Effect.Effect<A>) =>
+    Effect.runPromise(
+      Effect.scoped(Effect.flatMap(makeIndexCore({ stores: ["notes"], dataDir, ...config }), use)).pipe(
+        Effect.provide(embedderLayer({ model: { kind: "transformer", dir: modelDir }, worker: false })),
+      ),
+    )
+  return { dataDir, run }
+}
+
 describe("the search index's warm start", () => {
   it.skipIf(process.platform !== "linux")(
     "lets go of the persisted file's pages it mapped once warm-up is over, and of those reads mapped once idle",
@@ -93,17 +111,7 @@ describe("the search index's warm start", () => {
   )
 
   it("removes from disk what an event removed while the persisted index was loading", async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), "mnemos-core-load-"))
-    dirs.push(dataDir)
-    const modelDir = join(dataDir, "model")
-    mkdirSync(modelDir)
-    writeTinyBert(modelDir)
-    const run = <A>(use: (core: Effect.Success<ReturnType<typeof makeIndexCore>>) => Effect.Effect<A>) =>
-      Effect.runPromise(
-        Effect.scoped(Effect.flatMap(makeIndexCore({ stores: ["notes"], dataDir }), use)).pipe(
-          Effect.provide(embedderLayer({ model: { kind: "transformer", dir: modelDir }, worker: false })),
-        ),
-      )
+    const { dataDir, run } = coreRunner("mnemos-core-load-")
     const group = "p\u0000notes"
     const kept = note("kept", "hello world")
     const removed = note("removed", "hello cafe")
@@ -145,5 +153,53 @@ describe("the search index's warm start", () => {
       }),
     )
     assert.deepStrictEqual(found, ["kept", undefined, "neighbour"])
+  })
+
+  it("answers and persists every document of a run of writes that let go of the file's pages between them", async () => {
+    // Idle never comes (an hour): only the writes let go of the pages, every 64 of them.
+    const { run } = coreRunner("mnemos-core-writes-", {
+      releaseMappedPagesIdleMs: 3_600_000,
+      releaseMappedPagesWritesMax: 64,
+    })
+    const ids = Array.from({ length: 600 }, (_, i) => `n${i}`)
+    const texts = ids.map((_, i) => `note ${i} about ${i % 2 === 0 ? "cafe" : "tea"}`)
+    const written = await run((core) =>
+      Effect.gen(function* () {
+        yield* core.load
+        yield* core.embedMissing // warm: from here on writes let go of the pages
+        // 60 applies of 10 groups, each a document and its vector; the last group's replaced, then emptied.
+        for (let batch = 0; batch < 60; batch++)
+          yield* core.apply(
+            "notes",
+            Array.from({ length: 10 }, (_, i) => {
+              const n = batch * 10 + i
+              return { group: `g${n}`, documents: [note(ids[n]!, texts[n]!)] }
+            }),
+            batch + 1,
+            10,
+            0,
+          )
+        yield* core.apply("notes", [{ group: "g599", documents: [note("n599", "replaced")] }], 61, 1, 0)
+        yield* core.apply("notes", [{ group: "g598", documents: [] }], 62, 1, 0)
+        const documents = yield* core.documents(ids)
+        const stats = yield* core.stats
+        return { texts: documents.map((document) => document?.text), stats }
+      }),
+    )
+    const expected = [...texts.slice(0, 598), undefined, "replaced"]
+    assert.deepStrictEqual(written.texts, expected)
+    assert.strictEqual(written.stats.index.documents, 599)
+    assert.strictEqual(written.stats.index.vectors, 599)
+    // Restarted: everything was persisted, the last sequence with it.
+    const reloaded = await run((core) =>
+      Effect.gen(function* () {
+        const seqs = yield* core.load
+        const documents = yield* core.documents(ids)
+        return { seqs, texts: documents.map((document) => document?.text), stats: yield* core.stats }
+      }),
+    )
+    assert.deepStrictEqual(reloaded.seqs, { notes: 62 })
+    assert.deepStrictEqual(reloaded.texts, expected)
+    assert.strictEqual(reloaded.stats.index.vectors, 599)
   })
 })

@@ -112,6 +112,23 @@ describe.each(layers)("SearchPersistence (%s)", (_, make) => {
     await second.close()
   })
 
+  it("counts the writes since its mapped pages were let go, so a run of writes can let go of them too", async () => {
+    const layer = make()
+    const first = layer.open()
+    assert.strictEqual(first.writesSinceMappedPagesReleased(), 0)
+    first.putDocument("g1", document("a", "s", "one"))
+    first.putDocument("g1", document("b", "s", "two"))
+    first.putVector("a", "hash-a", Float32Array.of(0.5))
+    first.removeDocument("s", "g1", "b")
+    assert.strictEqual(first.writesSinceMappedPagesReleased(), 4)
+    await first.releaseMappedPages()
+    assert.strictEqual(first.writesSinceMappedPagesReleased(), 0)
+    first.removeVector("a")
+    assert.strictEqual(first.writesSinceMappedPagesReleased(), 1)
+    assert.deepStrictEqual(first.groupDocumentIds("s", "g1"), ["a"])
+    await first.close()
+  })
+
   it("keeps the next model's vectors apart until the switch, which makes them current at once", async () => {
     const layer = make()
     const first = layer.open()

@@ -11,7 +11,8 @@
  *
  * The index keeps its documents whole in persistence only (SearchIndex.ts), and reads them for
  * the hits shown: reads map the file's pages, so once warm, `tick` lets go of them when no read
- * came for `releaseMappedPagesIdleMs`.
+ * came for `releaseMappedPagesIdleMs`, and after every `releaseMappedPagesWritesMax` writes (which
+ * map the pages their transactions walk).
  *
  * The model loads on the first need (a document to embed, a search by meaning); if it is not up
  * within `modelWaitMs` (a first-run build), documents wait for it in `deferred` and are found by
@@ -43,6 +44,13 @@ export const warmSliceMs = 10
  * in the daemon's resident set (SearchPersistence.ts `releaseMappedPages`).
  */
 export const releaseMappedPagesIdleMs = 2_000
+/**
+ * Puts and removes of search's file after which the index lets go of its mapped pages even while
+ * writes go on (a bulk of `create_entities`: at 40,000 documents their transactions had mapped
+ * 52-63 MiB of the file, docs/benchmarks.md, "The 10k graph workload's peak"). Each release waits,
+ * under the core's lock, for the writes so far to be committed, then reopens the environment.
+ */
+export const releaseMappedPagesWritesMax = 1_024
 /** Texts per embedding call. */
 export const embedChunkTexts = 512
 /** How long indexing waits for the model to load before its documents wait in the background. */
@@ -115,6 +123,8 @@ export interface CoreConfig {
   readonly reembedChunkTexts?: number | undefined
   /** `releaseMappedPagesIdleMs` (tests lower it). */
   readonly releaseMappedPagesIdleMs?: number | undefined
+  /** `releaseMappedPagesWritesMax` (tests lower it). */
+  readonly releaseMappedPagesWritesMax?: number | undefined
 }
 
 /** Builds the core; it flushes and closes its persistence when the scope closes. */
@@ -139,6 +149,7 @@ export const makeIndexCore = (config: CoreConfig) =>
           ),
         ),
       )
+    const writesMax = config.releaseMappedPagesWritesMax ?? releaseMappedPagesWritesMax
     const persistence: SearchPersistence =
       config.dataDir === undefined ? makeMemoryPersistence() : openLmdbPersistence(`${config.dataDir}/search/lmdb`)
     yield* Effect.addFinalizer(() => Effect.promise(() => persistence.close().catch(() => undefined)))
@@ -243,8 +254,21 @@ export const makeIndexCore = (config: CoreConfig) =>
       Effect.suspend(() => {
         const pending: Array<PendingEmbedding> = []
         for (const group of groups) pending.push(...applyGroup(store, group))
-        return embed(pending)
+        return Effect.andThen(embed(pending), releaseAfterWrites)
       })
+
+    /**
+     * Under the lock, once warm: lets go of the pages a run of writes mapped, every `writesMax`
+     * writes (a bulk of writes never leaves the index idle long enough for `tick` to).
+     */
+    const releaseAfterWrites = Effect.suspend(() =>
+      warm && persistence.writesSinceMappedPagesReleased() >= writesMax
+        ? Effect.promise(async () => {
+            readAt = undefined
+            await persistence.releaseMappedPages()
+          })
+        : Effect.void,
+    )
 
     /**
      * Applies committed events' changes of one store: `groups` replace what the index holds, `seq`

@@ -15,6 +15,14 @@ export const makeMemoryPersistence = (): SearchPersistence => {
   const seqs = new Map<string, number>()
   let model: PersistedModel | undefined
   let nextModel: PersistedModel | undefined
+  let writesSinceRelease = 0
+  /** Counts a write, as the LMDB layer counts those whose transactions map pages. */
+  const counted =
+    <A extends ReadonlyArray<unknown>>(write: (...args: A) => void) =>
+    (...args: A): void => {
+      writesSinceRelease++
+      write(...args)
+    }
   return {
     groups: () =>
       groupRuns(
@@ -29,10 +37,14 @@ export const makeMemoryPersistence = (): SearchPersistence => {
         .map(([, document]) => document.id),
     document: documentStore.document,
     holds: documentStore.holds,
-    putDocument: documentStore.putDocument,
-    removeDocument: documentStore.removeDocument,
-    putVector: (id, hash, vector) => void vectors.set(id, { hash, vector: vector.slice() }),
-    removeVector: (id) => void vectors.delete(id),
+    putDocument: counted(documentStore.putDocument),
+    removeDocument: counted(documentStore.removeDocument),
+    putVector: counted((id: string, hash: string, vector: Float32Array) => {
+      vectors.set(id, { hash, vector: vector.slice() })
+    }),
+    removeVector: counted((id: string) => {
+      vectors.delete(id)
+    }),
     clearVectors: async () => vectors.clear(),
     seq: (store) => seqs.get(store),
     setSeq: (store, seq) => void seqs.set(store, seq),
@@ -62,7 +74,10 @@ export const makeMemoryPersistence = (): SearchPersistence => {
     committed: async () => undefined,
     sizeBytes: () => 0,
     compact: async () => ({ bytesBefore: 0, bytesAfter: 0 }),
-    releaseMappedPages: async () => undefined,
+    releaseMappedPages: async () => {
+      writesSinceRelease = 0
+    },
+    writesSinceMappedPagesReleased: () => writesSinceRelease,
     close: async () => undefined,
   }
 }

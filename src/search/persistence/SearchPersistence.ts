@@ -24,6 +24,9 @@
  * around each read too: at 100,000 entities (300,000 documents) the warm daemon kept 373 MiB of the
  * file resident that nothing would read again. `releaseMappedPages` (at the end of warm-up) unmaps
  * them; they stay in the page cache, the kernel's to drop, no longer in the daemon's resident set.
+ * Writes map the pages their transactions walk as well (LMDB copies each page it changes out of the
+ * map), so a long run of writes would map the whole file too: `writesSinceMappedPagesReleased`
+ * lets the index core let go of them every so many writes (IndexCore.ts).
  *
  * It is also where the index reads documents whole (DocumentStore.ts: the index keeps only the
  * columns ranking reads). A write reaches LMDB only once its transaction commits, so the documents
@@ -114,6 +117,12 @@ export interface SearchPersistence extends DocumentStore {
    * again. Nothing else may write meanwhile.
    */
   readonly releaseMappedPages: () => Promise<void>
+  /**
+   * Puts and removes since the file's mapped pages were last let go: each maps the pages its
+   * transaction walks (LMDB copies a page from the map before changing it), so a run of writes
+   * maps the file as a load does.
+   */
+  readonly writesSinceMappedPagesReleased: () => number
   readonly close: () => Promise<void>
 }
 
@@ -272,7 +281,9 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
   // Every write of one JavaScript turn shares one promise (one LMDB transaction): watch each once.
   let lastWrite: Promise<unknown> = Promise.resolve()
   let failure: unknown
+  let writesSinceRelease = 0
   const watch = (write: Promise<unknown>): void => {
+    writesSinceRelease++
     // A read keeps its snapshot until the thread's next macrotask, which a busy search thread
     // (a long embedding run) can put off for seconds; pages freed by the commits made meanwhile
     // cannot be reused while it is held, so the file grew to 4x its live data. Letting go of it
@@ -447,6 +458,7 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
       // Writes made while waiting (a store's sequence is written once the writes it covers are
       // committed) are waited for too. After a failed commit the environment cannot be closed
       // (see `compact`): its pages stay mapped.
+      writesSinceRelease = 0
       let seen: Promise<unknown>
       do {
         seen = lastWrite
@@ -455,6 +467,7 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
       await handles.env.close()
       handles = openHandles(path)
     },
+    writesSinceMappedPagesReleased: () => writesSinceRelease,
     close: async () => {
       // After a failed commit lmdb-js never finishes closing (see `compact`); everything committed
       // is synced first, and the process is ending anyway.
