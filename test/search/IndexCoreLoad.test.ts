@@ -160,6 +160,7 @@ describe("the search index's warm start", () => {
     const { run } = coreRunner("mnemos-core-writes-", {
       releaseMappedPagesIdleMs: 3_600_000,
       releaseMappedPagesWritesMax: 64,
+      releaseMappedPagesWritesEveryMs: 0,
     })
     const ids = Array.from({ length: 600 }, (_, i) => `n${i}`)
     const texts = ids.map((_, i) => `note ${i} about ${i % 2 === 0 ? "cafe" : "tea"}`)

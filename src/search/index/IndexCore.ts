@@ -51,6 +51,12 @@ export const releaseMappedPagesIdleMs = 2_000
  * under the core's lock, for the writes so far to be committed, then reopens the environment.
  */
 export const releaseMappedPagesWritesMax = 1_024
+/**
+ * The least time between two such releases: each costs a commit and a reopen, and released every
+ * 1,024 writes alone, 32 agents writing at 3,300 calls/s paid for six a second (6 % fewer calls,
+ * 14 % more CPU a call in `npm run bench -- writes`).
+ */
+export const releaseMappedPagesWritesEveryMs = 1_000
 /** Texts per embedding call. */
 export const embedChunkTexts = 512
 /** How long indexing waits for the model to load before its documents wait in the background. */
@@ -125,6 +131,8 @@ export interface CoreConfig {
   readonly releaseMappedPagesIdleMs?: number | undefined
   /** `releaseMappedPagesWritesMax` (tests lower it). */
   readonly releaseMappedPagesWritesMax?: number | undefined
+  /** `releaseMappedPagesWritesEveryMs` (tests lower it). */
+  readonly releaseMappedPagesWritesEveryMs?: number | undefined
 }
 
 /** Builds the core; it flushes and closes its persistence when the scope closes. */
@@ -150,6 +158,9 @@ export const makeIndexCore = (config: CoreConfig) =>
         ),
       )
     const writesMax = config.releaseMappedPagesWritesMax ?? releaseMappedPagesWritesMax
+    const writesEveryMs = config.releaseMappedPagesWritesEveryMs ?? releaseMappedPagesWritesEveryMs
+    /** When writes last let go of the pages (wall-clock: housekeeping, not domain time). */
+    let releasedForWritesAt = 0
     const persistence: SearchPersistence =
       config.dataDir === undefined ? makeMemoryPersistence() : openLmdbPersistence(`${config.dataDir}/search/lmdb`)
     yield* Effect.addFinalizer(() => Effect.promise(() => persistence.close().catch(() => undefined)))
@@ -259,16 +270,18 @@ export const makeIndexCore = (config: CoreConfig) =>
 
     /**
      * Under the lock, once warm: lets go of the pages a run of writes mapped, every `writesMax`
-     * writes (a bulk of writes never leaves the index idle long enough for `tick` to).
+     * writes and at most once every `writesEveryMs` (a bulk of writes never leaves the index idle
+     * long enough for `tick` to).
      */
-    const releaseAfterWrites = Effect.suspend(() =>
-      warm && persistence.writesSinceMappedPagesReleased() >= writesMax
-        ? Effect.promise(async () => {
-            readAt = undefined
-            await persistence.releaseMappedPages()
-          })
-        : Effect.void,
-    )
+    const releaseAfterWrites = Effect.suspend(() => {
+      if (!warm || persistence.writesSinceMappedPagesReleased() < writesMax) return Effect.void
+      if (Date.now() - releasedForWritesAt < writesEveryMs) return Effect.void
+      return Effect.promise(async () => {
+        readAt = undefined
+        await persistence.releaseMappedPages()
+        releasedForWritesAt = Date.now()
+      })
+    })
 
     /**
      * Applies committed events' changes of one store: `groups` replace what the index holds, `seq`
