@@ -15,7 +15,7 @@ import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { dirname } from "node:path"
 import { constants, Script } from "node:vm"
-import { holdYoungGeneration } from "../search/thread/YoungGeneration.ts"
+import { restoreV8Flags } from "../runtime/V8Flags.ts"
 
 /** Bytes of the digest at the start of a cache. */
 const digestBytes = 32
@@ -79,10 +79,9 @@ export const runWithCodeCache = (file: string, cacheFiles: ReadonlyArray<string>
     exports: module.exports,
     writeCache: (cacheFile) => {
       // V8 stamps a cache with a hash of its flags as they are now, and refuses one stamped
-      // differently: the CLI changes one flag as it runs (YoungGeneration.ts), so it is set back
-      // to V8's default first, as a new process starts with it. Writing is the last thing a
-      // process does (Launcher.ts), so nothing runs with the default afterwards.
-      holdYoungGeneration(false)
+      // differently: the flags the process changed as it ran are set back first, as a new process
+      // has them (V8Flags.ts). Writing is the last thing a process does (Launcher.ts).
+      restoreV8Flags()
       const partial = `${cacheFile}.${process.pid}.partial`
       try {
         writeFileSync(partial, Buffer.concat([digest, script.createCachedData()]), { mode: 0o600 })

@@ -6,9 +6,9 @@
  * the events a store re-publishes while recovering (its WAL tail) reach the ledger too; the
  * store's dedup by (store, seq) audits each once. Appending runs in the background every
  * `auditDrainIntervalMs` while events come (and sleeps while none are published), and `catchUp`
- * drains synchronously: stores publish before they
- * acknowledge, so after `catchUp` every acknowledged mutation is in the ledger. Both drain under
- * one lock, so an event taken from the bus is always appended before a `catchUp` returns.
+ * drains synchronously: stores publish before they acknowledge, so after `catchUp` every
+ * acknowledged mutation is in the ledger. Both drain under one lock, so an event taken from the bus
+ * is always appended before a `catchUp` returns.
  *
  * The background cadence runs on wall-clock timers, not the Effect Clock: it is housekeeping,
  * not domain time, and a test clock that jumps days must not replay thousands of idle drains.

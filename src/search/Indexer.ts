@@ -34,6 +34,7 @@ import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { Clock, Context, Effect, Fiber, Layer, PubSub, Semaphore } from "effect"
 import { Router } from "../actors/Router.ts"
+import { holdYoungGeneration } from "../runtime/YoungGeneration.ts"
 import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
 import { type CommittedEvent, EventBus, followBus, isDomainEvent } from "../stores/EventBus.ts"
 import type { EmbedderConfig, EmbedderStatus } from "./embedding/Embedder.ts"
@@ -44,7 +45,6 @@ import type { IndexStats, Timeline } from "./index/SearchIndex.ts"
 import { persistedDocumentCount } from "./persistence/SearchPersistence.ts"
 import type { SearchHit } from "./ranking/Ranking.ts"
 import { openSearchThread, type SearchThread } from "./thread/SearchThread.ts"
-import { holdYoungGeneration } from "./thread/YoungGeneration.ts"
 
 export type { SearchRequest } from "./index/IndexCore.ts"
 
@@ -248,14 +248,14 @@ export const makeIndexer = (config: IndexerConfig) =>
       return config.dataDir !== undefined && existsSync(join(config.dataDir, "search", "lmdb"))
     }
 
+    /** Set while the index moves to a worker: health waits for it instead of asking a closing thread. */
+    let moving: Promise<void> | undefined
     /**
      * Moves a main-thread index that has outgrown `documentsMax` to a worker thread (called under
      * the lock, so nothing is sent meanwhile). The main thread's index closes first, flushing search's
      * persistence; the worker loads it before the lock is let go, so no search sees it half loaded.
      * Without a data directory nothing was persisted: every store is reconciled into the worker.
      */
-    /** Set while the index moves to a worker: health waits for it instead of asking a closing thread. */
-    let moving: Promise<void> | undefined
     const moveToWorkerIfOutgrown = Effect.suspend(() => {
       const current = thread
       if (current === undefined || placement !== "main" || config.thread !== undefined || !sentSinceSizeCheck)

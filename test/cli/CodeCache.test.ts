@@ -29,8 +29,8 @@ const setUp = (answer: string) => {
 
 const codeCacheModule = pathToFileURL(join(repoRoot, "src", "cli", "CodeCache.ts")).href
 
-const youngGenerationModule = pathToFileURL(join(repoRoot, "src", "search", "thread", "YoungGeneration.ts")).href
-const idleHeapModule = pathToFileURL(join(repoRoot, "src", "search", "thread", "IdleHeap.ts")).href
+const youngGenerationModule = pathToFileURL(join(repoRoot, "src", "runtime", "YoungGeneration.ts")).href
+const idleHeapModule = pathToFileURL(join(repoRoot, "src", "runtime", "IdleHeap.ts")).href
 
 interface RunOptions {
   /** Write a cache here after the run. */

@@ -17,6 +17,7 @@
  */
 import { MessageChannel, type MessagePort, parentPort } from "node:worker_threads"
 import { Cause, Duration, Effect, Exit, Logger, Queue } from "effect"
+import { startIdleCollection } from "../../runtime/IdleHeap.ts"
 import { type EmbedderConfig, layer as embedderLayer } from "../embedding/Embedder.ts"
 import {
   type CoreConfig,
@@ -28,7 +29,6 @@ import {
 } from "../index/IndexCore.ts"
 import type { GroupDocuments, SearchDocument } from "../index/SearchDocument.ts"
 import type { Timeline } from "../index/SearchIndex.ts"
-import { startIdleCollection } from "./IdleHeap.ts"
 import { startModuleWorker } from "./WorkerModule.ts"
 
 /**

@@ -13,11 +13,15 @@
  * index moves to a worker thread (a large memory: loads and bulk indexing, where a larger young
  * generation saves CPU; that thread caps its own, SearchThread.ts).
  */
-import { setFlagsFromString } from "node:v8"
+import { setV8Flag } from "./V8Flags.ts"
 
 /** V8's default growth factor of the young generation (`--semi-space-growth-factor`). */
 export const youngGenerationGrowthFactorDefault = 2
 
 /** Keeps every heap's young generation at the size it has (true), or lets it grow as V8 would (false). */
 export const holdYoungGeneration = (hold: boolean): void =>
-  setFlagsFromString(`--semi-space-growth-factor=${hold ? 1 : youngGenerationGrowthFactorDefault}`)
+  setV8Flag(
+    "semi-space-growth-factor",
+    String(hold ? 1 : youngGenerationGrowthFactorDefault),
+    String(youngGenerationGrowthFactorDefault),
+  )

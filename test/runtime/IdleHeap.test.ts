@@ -1,10 +1,10 @@
 /**
- * A quiet daemon gives back the heap it no longer uses (src/search/thread/IdleHeap.ts): one full
+ * A quiet daemon gives back the heap it no longer uses (src/runtime/IdleHeap.ts): one full
  * collection on the first idle look after a busy spell, none while busy, none again until the
  * next busy spell; and the collection really frees what is garbage.
  */
 import { assert, describe, it } from "vitest"
-import { collectGarbage, makeIdleCollection } from "../../src/search/thread/IdleHeap.ts"
+import { collectGarbage, makeIdleCollection } from "../../src/runtime/IdleHeap.ts"
 
 describe("collecting a quiet daemon's heap", () => {
   it("collects once per quiet spell, on its first idle look after a busy one", () => {
