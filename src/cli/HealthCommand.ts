@@ -14,6 +14,8 @@ import * as Router from "../actors/Router.ts"
 import type { StoreHealth } from "../actors/StoreActor.ts"
 import { domainStores } from "../Engine.ts"
 import { privacySettings } from "../privacy/PrivacyFilter.ts"
+import type { SearchHealth } from "../search/Indexer.ts"
+import type { ThreadMemory } from "../search/index/IndexCore.ts"
 import { isOwnerAlive, lockDataDir, readLockOwner, resolveDataDir } from "../stores/datadir/DataDir.ts"
 import * as EventBus from "../stores/EventBus.ts"
 import { layerNode } from "../stores/wal/WalFs.ts"
@@ -60,6 +62,29 @@ const describeStore = (store: StoreHealth): string => {
   if (store.recovery?.tornTail !== undefined)
     parts.push(`torn tail cut at start (${store.recovery.tornTail.bytesCut} bytes)`)
   if (store.lastError !== undefined) parts.push(`last error: ${store.lastError}`)
+  return parts.join(", ")
+}
+
+const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`
+
+/**
+ * The daemon's search index (`/api/stats` `omniSearch`) and the heaps that hold it, in one line:
+ * its state, where it runs, what it holds and what it costs in memory.
+ */
+const describeSearchIndex = (search: SearchHealth, mainThread: ThreadMemory | undefined): string => {
+  const where = { main: "on the main thread", worker: "on a worker thread", "not started": "not started" }[
+    search.thread
+  ]
+  const parts = [
+    `search index: ${search.state}, ${where}`,
+    `${search.index.documents} document(s), ${search.index.vectors} vector(s) (${mib(search.index.vectorBytes)})`,
+  ]
+  if (search.pendingEmbeddings > 0) parts.push(`${search.pendingEmbeddings} waiting for the model`)
+  if (search.lagEvents > 0) parts.push(`${search.lagEvents} event(s) behind`)
+  if (search.memory !== undefined && search.thread === "worker")
+    parts.push(`its heap ${mib(search.memory.heapUsedBytes)} used of ${mib(search.memory.heapTotalBytes)}`)
+  if (mainThread !== undefined)
+    parts.push(`main thread's heap ${mib(mainThread.heapUsedBytes)} used of ${mib(mainThread.heapTotalBytes)}`)
   return parts.join(", ")
 }
 
@@ -132,8 +157,12 @@ export const healthCommand = Command.make(
     else {
       yield* Console.log(`data directory: ${location.path} (${String(report.source)})`)
       for (const store of stores) yield* Console.log(`  ${describeStore(store)}`)
+      if (typeof report.omniSearch === "object" && report.omniSearch !== null)
+        yield* Console.log(
+          describeSearchIndex(report.omniSearch as SearchHealth, report.mainThread as ThreadMemory | undefined),
+        )
       if (typeof report.search === "object" && report.search !== null)
-        yield* Console.log(`search: ${JSON.stringify(report.search)}`)
+        yield* Console.log(`search_nodes: ${JSON.stringify(report.search)}`)
       yield* printPrivacy(report.privacy)
     }
     const bad = notServing(stores)

@@ -142,7 +142,7 @@ export const layer: Layer.Layer<AuditLedger, never, Router | AuditFeed | EventBu
             Effect.logWarning(`audit ledger: ${error.message}`).pipe(Effect.andThen(pause(auditRetryMs))),
           ),
         ),
-      }),
+      }).run,
     )
     // Registered after the fork, so it runs first at shutdown, while the stores still serve.
     yield* Effect.addFinalizer(() => catchUp.pipe(Effect.ignore))

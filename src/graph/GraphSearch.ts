@@ -113,7 +113,7 @@ export const layer: Layer.Layer<GraphSearch, never, Router | EventBus> = Layer.e
         step: lock
           .withPermits(1)(drain)
           .pipe(Effect.catch(() => Effect.void)),
-      }),
+      }).run,
     )
 
     const searchNodes = (project: string, query: string) =>

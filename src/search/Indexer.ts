@@ -231,7 +231,7 @@ export const makeIndexer = (config: IndexerConfig) =>
         thread = undefined
         loaded = undefined
         threadRestarts++
-        for (const name of sources.keys()) needsReconcile.add(name)
+        for (const name of sources.keys()) reconcileLater(name)
         process.stderr.write(`mnemos: the search thread stopped (${why.message}); it restarts and catches up\n`)
       })
       return opened
@@ -275,7 +275,7 @@ export const makeIndexer = (config: IndexerConfig) =>
           const opened = ensureThread()
           // (`loaded` was set again by `ensureThread`.)
           await (loaded as Promise<unknown> | undefined)?.catch(() => undefined)
-          if (config.dataDir === undefined) for (const name of sources.keys()) needsReconcile.add(name)
+          if (config.dataDir === undefined) for (const name of sources.keys()) reconcileLater(name)
           // Documents the main thread had not embedded yet (not persisted) are embedded by the worker.
           opened.call({ op: "embedMissing" }).catch(() => undefined)
         } finally {
@@ -289,6 +289,13 @@ export const makeIndexer = (config: IndexerConfig) =>
     /** Groups refreshed by events since a store's reconcile began (per store). */
     const touchedSince = new Map<string, Set<string>>()
     const needsReconcile = new Set<string>()
+    /** Ends the background loop's sleep (set once it runs). */
+    let wakeBackground = () => {}
+    /** Asks for `name` to be reconciled by the background loop, at once (it may be asleep: `followBus`). */
+    const reconcileLater = (name: string) => {
+      needsReconcile.add(name)
+      wakeBackground()
+    }
     let state: WarmState = "cold"
     let reconciles = 0
     let warmed = false
@@ -326,7 +333,7 @@ export const makeIndexer = (config: IndexerConfig) =>
             })
             .pipe(Effect.catch(() => Effect.succeed(undefined)))
           if (changes === undefined) {
-            needsReconcile.add(name) // the store could not be read: catch up by a scan later
+            reconcileLater(name) // the store could not be read: catch up by a scan later
             continue
           }
           const touched = touchedSince.get(name)
@@ -334,10 +341,10 @@ export const makeIndexer = (config: IndexerConfig) =>
           let applied = 0
           for (const { committed, changes: changed } of changes) {
             const previous = lastSeq.get(name)
-            if (previous !== undefined && committed.seq > previous + 1) needsReconcile.add(name) // the bus dropped events
+            if (previous !== undefined && committed.seq > previous + 1) reconcileLater(name) // the bus dropped events
             if (previous === undefined || committed.seq > previous) lastSeq.set(name, committed.seq)
             if (changed === "resync") {
-              needsReconcile.add(name)
+              reconcileLater(name)
               continue
             }
             for (const group of changed) {
@@ -408,7 +415,7 @@ export const makeIndexer = (config: IndexerConfig) =>
           .pipe(Effect.catch(() => Effect.succeed(undefined)))
         if (scanned === undefined) {
           touchedSince.delete(name)
-          needsReconcile.add(name)
+          reconcileLater(name)
           return
         }
         const seen = new Set<string>()
@@ -464,7 +471,7 @@ export const makeIndexer = (config: IndexerConfig) =>
         yield* store.read(() => undefined).pipe(Effect.ignore) // wait until the store has opened
         const persisted = persistedSeqs[name]
         if (persisted === undefined || persisted !== appliedSeqOf(name) || needsReconcile.has(name))
-          yield* reconcile(source).pipe(Effect.catchCause(() => Effect.sync(() => needsReconcile.add(name))))
+          yield* reconcile(source).pipe(Effect.catchCause(() => Effect.sync(() => reconcileLater(name))))
       }
       if (thread !== undefined) {
         const current = thread
@@ -472,29 +479,29 @@ export const makeIndexer = (config: IndexerConfig) =>
       }
       state = "warm"
       warmed = true
+      if (needsReconcile.size > 0) wakeBackground()
     })
 
     const warmDone = yield* Effect.forkScoped(warmUp)
 
     // Background: catch up with the bus, reconcile stores that asked for it; an idle daemon's
-    // indexer sleeps until something is published (a reconcile asked for meanwhile waits at most
-    // `idleReconcileMs`).
-    yield* Effect.forkScoped(
-      followBus(bus, subscription, {
-        intervalMs: backgroundDrainIntervalMs,
-        idleStepMs: idleReconcileMs,
-        pending: () => warmed && needsReconcile.size > 0,
-        step: Effect.gen(function* () {
-          yield* drainInSlices
-          yield* locked(moveToWorkerIfOutgrown)
-          if (warmed)
-            for (const name of [...needsReconcile]) {
-              const source = sources.get(name)
-              if (source !== undefined) yield* reconcile(source)
-            }
-        }).pipe(Effect.catchCause((cause) => Effect.logWarning(`search indexer: ${cause}`))),
-      }),
-    )
+    // indexer sleeps until something is published or a reconcile is asked for (`reconcileLater`).
+    const background = followBus(bus, subscription, {
+      intervalMs: backgroundDrainIntervalMs,
+      idleStepMs: idleReconcileMs,
+      pending: () => warmed && needsReconcile.size > 0,
+      step: Effect.gen(function* () {
+        yield* drainInSlices
+        yield* locked(moveToWorkerIfOutgrown)
+        if (warmed)
+          for (const name of [...needsReconcile]) {
+            const source = sources.get(name)
+            if (source !== undefined) yield* reconcile(source)
+          }
+      }).pipe(Effect.catchCause((cause) => Effect.logWarning(`search indexer: ${cause}`))),
+    })
+    wakeBackground = background.wake
+    yield* Effect.forkScoped(background.run)
     // Last: send what was published, so the thread's flush at close holds the newest state.
     yield* Effect.addFinalizer(() => locked(drain).pipe(Effect.ignore))
 

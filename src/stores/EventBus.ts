@@ -81,7 +81,8 @@ export interface Following {
   readonly intervalMs: number
   /**
    * Work of the subscriber's own that no publication announces: while true, steps go on every
-   * `intervalMs`; when it may become true unannounced, `idleStepMs` bounds the wait for it.
+   * `intervalMs`; what makes it true outside a step calls `wake` (and `idleStepMs` bounds the wait
+   * for what does not).
    */
   readonly pending?: () => boolean
   /** With nothing published, a step at least this often (never, when absent). */
@@ -91,8 +92,8 @@ export interface Following {
 }
 
 /**
- * Runs `step` forever: `intervalMs` apart while `subscription` has events or work is `pending`,
- * then nothing until the next publication (or `idleStepMs`). An idle daemon's subscribers do not
+ * Runs `step` forever (`run`): `intervalMs` apart while `subscription` has events or work is
+ * `pending`, then nothing until the next publication, a `wake`, or `idleStepMs`. An idle daemon's subscribers do not
  * wake its event loop: polling every few milliseconds cost an idle daemon about 2% of a core on a
  * shared machine, and kept V8 from handing back the heap it no longer used (docs/benchmarks.md,
  * footprint).
@@ -101,18 +102,29 @@ export const followBus = (
   bus: EventBus["Service"],
   subscription: PubSub.Subscription<CommittedEvent>,
   following: Following,
-): Effect.Effect<never> =>
-  Effect.suspend(() => {
-    const wait = following.wait ?? ((ms: number) => Effect.sleep(Duration.millis(ms)))
-    return Effect.forever(
-      Effect.gen(function* () {
-        yield* wait(following.intervalMs)
-        yield* following.step
-        // Taken before looking, so that a publication after the look still ends the wait.
-        const published = bus.nextPublication()
-        const waiting = Option.getOrElse(PubSub.remainingUnsafe(subscription), () => 0)
-        if (waiting > 0 || following.pending?.() === true) return
-        yield* following.idleStepMs === undefined ? published : Effect.raceFirst(published, wait(following.idleStepMs))
-      }),
-    )
-  })
+): { readonly run: Effect.Effect<never>; readonly wake: () => void } => {
+  const wait = following.wait ?? ((ms: number) => Effect.sleep(Duration.millis(ms)))
+  let woken = Deferred.makeUnsafe<void>()
+  const run = Effect.forever(
+    Effect.gen(function* () {
+      yield* wait(following.intervalMs)
+      yield* following.step
+      // Taken before looking, so that a publication or a wake after the look still ends the wait.
+      const published = bus.nextPublication()
+      const wakeUp = Deferred.await(woken)
+      const waiting = Option.getOrElse(PubSub.remainingUnsafe(subscription), () => 0)
+      if (waiting > 0 || following.pending?.() === true) return
+      const announced = Effect.raceFirst(published, wakeUp)
+      yield* following.idleStepMs === undefined ? announced : Effect.raceFirst(announced, wait(following.idleStepMs))
+    }),
+  )
+  return {
+    run,
+    /** Work became `pending` unannounced: the next step comes now, not at the next publication. */
+    wake: () => {
+      const waiting = woken
+      woken = Deferred.makeUnsafe<void>()
+      Deferred.doneUnsafe(waiting, Effect.void)
+    },
+  }
+}

@@ -392,6 +392,16 @@ describe(`the installed product on Node ${productNodeVersion}`, () => {
     assert.include(help.stdout, "serve")
   })
 
+  it("health shows the daemon's search index: its state, where it runs, what it holds, the heaps", async () => {
+    const health = await runProduct(["health", "--data-dir", daemon.dataDir])
+    assert.strictEqual(health.code, 0, health.stderr)
+    assert.match(
+      health.stdout,
+      /search index: (cold|warming|warm), (on the main thread|on a worker thread|not started), \d+ document\(s\), \d+ vector\(s\)/,
+    )
+    assert.match(health.stdout, /main thread's heap \d+\.\d MiB used of \d+\.\d MiB/)
+  })
+
   it("answers every tool of every toolset through the stdio shim", async () => {
     const client = await shimClient(daemon.dataDir, daemon.port)
     try {

@@ -25,7 +25,7 @@ describe("followBus", () => {
         steps++
         for (const committed of events) applied.push(committed.seq)
       })
-      yield* Effect.forkScoped(EventBus.followBus(bus, subscription, { intervalMs: 25, step }))
+      yield* Effect.forkScoped(EventBus.followBus(bus, subscription, { intervalMs: 25, step }).run)
       yield* settle
 
       yield* bus.publishAll([event(1), event(2)])
@@ -48,6 +48,29 @@ describe("followBus", () => {
     }).pipe(Effect.scoped, Effect.provide(EventBus.layer)),
   )
 
+  it.effect("a wake ends the sleep at once: pending work asked for outside a step is not left for a publication", () =>
+    Effect.gen(function* () {
+      const bus = yield* EventBus.EventBus
+      const subscription = yield* bus.subscribe
+      let work = 0
+      const step = Effect.sync(() => {
+        if (work > 0) work--
+      })
+      const following = EventBus.followBus(bus, subscription, { intervalMs: 25, pending: () => work > 0, step })
+      yield* Effect.forkScoped(following.run)
+      yield* settle
+      yield* TestClock.adjust(25)
+      yield* settle
+      work = 2 // a thread that crashed asks for reconciles
+      following.wake()
+      for (let i = 0; i < 2; i++) {
+        yield* TestClock.adjust(25)
+        yield* settle
+      }
+      assert.strictEqual(work, 0, "the woken loop did the work within two intervals")
+    }).pipe(Effect.scoped, Effect.provide(EventBus.layer)),
+  )
+
   it.effect("steps for pending work of its own within idleStepMs, and every intervalMs while it lasts", () =>
     Effect.gen(function* () {
       const bus = yield* EventBus.EventBus
@@ -59,7 +82,7 @@ describe("followBus", () => {
         if (work > 0) work--
       })
       yield* Effect.forkScoped(
-        EventBus.followBus(bus, subscription, { intervalMs: 25, idleStepMs: 1000, pending: () => work > 0, step }),
+        EventBus.followBus(bus, subscription, { intervalMs: 25, idleStepMs: 1000, pending: () => work > 0, step }).run,
       )
       yield* settle
       yield* TestClock.adjust(25)
