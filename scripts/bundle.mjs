@@ -53,6 +53,37 @@ const lazyGraphemeSegmenter = {
     }),
 }
 
+/**
+ * The MCP SDK's `Server` builds an Ajv instance with every string format (its JSON Schema
+ * validator, `validation/ajv-provider.js`) in its constructor, and that module loads Ajv and
+ * ajv-formats when it loads: about 15 ms of every start before a first answer, and half a
+ * millisecond for every session, though the validator serves only `elicitInput`, which mnemos
+ * never sends. Here both wait for the validator's first use. As above, a changed SDK file is
+ * bundled unchanged, with a warning.
+ */
+const lazyAjvValidator = {
+  name: "lazy-ajv-validator",
+  setup: (build) =>
+    build.onLoad(
+      { filter: /[\\/]@modelcontextprotocol[\\/]sdk[\\/]dist[\\/]esm[\\/]validation[\\/]ajv-provider\.js$/ },
+      async ({ path }) => {
+        const source = await readFile(path, "utf8")
+        const imports = "import Ajv from 'ajv';\nimport _addFormats from 'ajv-formats';"
+        const construct = "this._ajv = ajv ?? createDefaultAjvInstance();"
+        if (!source.includes(imports) || !source.includes(construct)) {
+          console.warn(`bundle: ${path} no longer loads Ajv as expected; bundled unchanged`)
+          return undefined
+        }
+        const lazyImports =
+          "const Ajv = function (options) { return new (require('ajv').default)(options); };\n" +
+          "const _addFormats = (ajv) => require('ajv-formats').default(ajv);"
+        const lazyConstruct =
+          'Object.defineProperty(this, "_ajv", { configurable: true, get: () => { const built = ajv ?? createDefaultAjvInstance(); Object.defineProperty(this, "_ajv", { value: built }); return built; } });'
+        return { contents: source.replace(imports, lazyImports).replace(construct, lazyConstruct), loader: "js" }
+      },
+    ),
+}
+
 const common = {
   bundle: true,
   platform: "node",
@@ -70,7 +101,7 @@ const cli = await build({
   entryPoints: ["src/cli.ts"],
   outfile: "dist/bundle/cli.cjs",
   format: "cjs",
-  plugins: [lazyGraphemeSegmenter],
+  plugins: [lazyGraphemeSegmenter, lazyAjvValidator],
   // ASCII only (other characters escaped): the launcher decodes it as Latin-1 into a one-byte string,
   // several times faster than UTF-8 into a two-byte one, and V8 scans one-byte source faster.
   charset: "ascii",

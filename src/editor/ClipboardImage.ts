@@ -7,9 +7,21 @@
  * work is small next to a tool call (a screenshot decodes and encodes in well under a second).
  * Every size is bounded before pixels are allocated: the encoded bytes (`clipboardImageBytesMax`,
  * checked by the callers) and the pixel count (`imagePixelsMax`, read from the header first).
+ * They are loaded on first use: a daemon that never touches an image does not pay for them at
+ * start (about 10 ms of its start-up, docs/benchmarks.md, footprint).
  */
-import jpeg from "jpeg-js"
-import { PNG } from "pngjs"
+import { createRequire } from "node:module"
+
+type Codecs = { readonly jpeg: typeof import("jpeg-js"); readonly PNG: typeof import("pngjs").PNG }
+let loaded: Codecs | undefined
+/** The codecs (CommonJS packages), required the first time an image is decoded or encoded. */
+const codecs = (): Codecs => {
+  if (loaded === undefined) {
+    const require = createRequire(import.meta.url)
+    loaded = { jpeg: require("jpeg-js"), PNG: (require("pngjs") as typeof import("pngjs")).PNG }
+  }
+  return loaded
+}
 
 /** Most pixels an image may have to be decoded (a 5K screen has 14.7 million). */
 export const imagePixelsMax = 16 * 1024 * 1024
@@ -68,10 +80,10 @@ export const decodeImage = (bytes: Buffer): { image: RgbaImage; mimeType: ImageM
       const width = bytes.readUInt32BE(16)
       const height = bytes.readUInt32BE(20)
       if (width * height > imagePixelsMax) return tooManyPixels(width, height)
-      const png = PNG.sync.read(bytes)
+      const png = codecs().PNG.sync.read(bytes)
       return { image: { width: png.width, height: png.height, data: png.data }, mimeType }
     }
-    const decoded = jpeg.decode(bytes, {
+    const decoded = codecs().jpeg.decode(bytes, {
       useTArray: true,
       formatAsRGBA: true,
       maxResolutionInMP: imagePixelsMax / 1e6,
@@ -123,6 +135,7 @@ export const fitWithin = (image: RgbaImage, maxWidth: number, maxHeight: number)
 
 /** PNG bytes of `image`. */
 export const encodePng = (image: RgbaImage): Buffer => {
+  const { PNG } = codecs()
   const png = new PNG({ width: image.width, height: image.height })
   png.data = Buffer.from(image.data.buffer, image.data.byteOffset, image.data.length)
   return PNG.sync.write(png)
@@ -137,7 +150,7 @@ export const encodeJpeg = (image: RgbaImage, quality: number): Buffer => {
       data[at + channel] = Math.round(image.data[at + channel]! * alpha + 255 * (1 - alpha))
     data[at + 3] = 255
   }
-  return jpeg.encode({ width: image.width, height: image.height, data }, quality).data
+  return codecs().jpeg.encode({ width: image.width, height: image.height, data }, quality).data
 }
 
 /** How a caller wants a clipboard image. */
