@@ -167,27 +167,60 @@ export const filterText = (text: string): string => {
   return result
 }
 
+/** Sets `key` of `out` as an own, enumerable data property. */
+const defineKey = (out: Record<string, unknown>, key: string, value: unknown) =>
+  // defineProperty, not assignment: a JSON key "__proto__" must stay a key, not become a prototype.
+  Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true })
+
+/**
+ * Filters `value` below `depth`. A JSON array or object (Array's or Object's prototype, or none) is
+ * copied only from its first item, key or value that the filter changes, and otherwise returned as
+ * it is: almost every value has nothing to redact, and copying each one was among the largest
+ * allocations of a write call on the main thread (docs/benchmarks.md, writes). Any other object
+ * becomes a plain object of its own enumerable properties, filtered, as before.
+ */
 const filterAt = (value: unknown, depth: number): unknown => {
   if (typeof value === "string") return filterText(value)
   if (value === null || typeof value !== "object") return value
   if (depth >= nestingDepthMax) return redactionMarker("too-deep")
-  if (Array.isArray(value)) return value.map((item) => filterAt(item, depth + 1))
-  const out: Record<string, unknown> = {}
-  for (const [key, item] of Object.entries(value)) {
-    // defineProperty, not assignment: a JSON key "__proto__" must stay a key, not become a prototype.
-    Object.defineProperty(out, filterText(key), {
-      value: filterAt(item, depth + 1),
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    })
+  const prototype: unknown = Object.getPrototypeOf(value)
+  if (Array.isArray(value)) {
+    if (prototype !== Array.prototype) return value.map((item) => filterAt(item, depth + 1))
+    let out: Array<unknown> | undefined
+    for (let index = 0; index < value.length; index++) {
+      const item: unknown = value[index]
+      const filtered = filterAt(item, depth + 1)
+      if (out === undefined && filtered !== item) out = value.slice(0, index)
+      out?.push(filtered)
+    }
+    return out ?? value
   }
-  return out
+  const record = value as Record<string, unknown>
+  if (prototype !== Object.prototype && prototype !== null) {
+    const out: Record<string, unknown> = {}
+    for (const [key, item] of Object.entries(record)) defineKey(out, filterText(key), filterAt(item, depth + 1))
+    return out
+  }
+  const keys = Object.keys(record)
+  let out: Record<string, unknown> | undefined
+  for (let index = 0; index < keys.length; index++) {
+    const key = keys[index]!
+    const item = record[key]
+    const filteredKey = filterText(key)
+    const filtered = filterAt(item, depth + 1)
+    if (out === undefined && (filteredKey !== key || filtered !== item)) {
+      out = {}
+      for (let kept = 0; kept < index; kept++) defineKey(out, keys[kept]!, record[keys[kept]!])
+    }
+    if (out !== undefined) defineKey(out, filteredKey, filtered)
+  }
+  return out ?? value
 }
 
 /**
- * Filters every string of a JSON-like value (and every object key), returning a new value; the
- * input is not modified. Non-JSON values (numbers, booleans, null) pass unchanged.
+ * Filters every string of a JSON-like value (and every object key). The input is not modified: what
+ * the filter changes comes back in new arrays and objects, and a value with nothing to change comes
+ * back as it is. Non-JSON values (numbers, booleans, null) pass unchanged.
  */
 export const filterPrivate = (value: unknown): unknown => filterAt(value, 0)
 

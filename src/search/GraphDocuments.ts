@@ -11,13 +11,13 @@ import { allProjects, entitiesByName, type GraphEntityRecord, projectOfKey } fro
 import { getEntity } from "../graph/GraphQueries.ts"
 import { type GraphEvent, graphStore, touchedEntities } from "../graph/GraphStore.ts"
 import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
-import { type GroupDocuments, hashText, type SearchDocument, type SearchSource } from "./index/SearchDocument.ts"
+import { type GroupDocuments, hashJoined, type SearchDocument, type SearchSource } from "./index/SearchDocument.ts"
 
 /** The id of an entity's document. */
-export const entityDocumentId = (project: string, name: string): string => `g${hashText(`${project}\u0000${name}`)}`
+export const entityDocumentId = (project: string, name: string): string => `g${hashJoined([project, name])}`
 /** The id of an observation's document. */
 export const observationDocumentId = (project: string, name: string, text: string): string =>
-  `o${hashText(`${project}\u0000${name}\u0000${text}`)}`
+  `o${hashJoined([project, name, text])}`
 
 const groupOf = (project: string, name: string) => `${project}\u0000${name}`
 

@@ -144,6 +144,58 @@ describe("the filter as a whole", () => {
     assert.isUndefined(({} as Record<string, unknown>).polluted)
   })
 
+  it("gives back a JSON value with nothing to redact as it is, and copies only what it changes", () => {
+    // The filter as it was before it copied on change, the reference for the values it returns.
+    const copyAll = (value: unknown, depth: number): unknown => {
+      if (typeof value === "string") return filterText(value)
+      if (value === null || typeof value !== "object") return value
+      if (depth >= nestingDepthMax) return "[REDACTED:too-deep]"
+      if (Array.isArray(value)) return value.map((item) => copyAll(item, depth + 1))
+      const out: Record<string, unknown> = {}
+      for (const [key, item] of Object.entries(value))
+        Object.defineProperty(out, filterText(key), {
+          value: copyAll(item, depth + 1),
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        })
+      return out
+    }
+    const secrets = fc.constantFrom(...secretCorpus.map((secret) => secret.text))
+    const leaf = fc.oneof(fc.string(), secrets, fc.integer(), fc.boolean(), fc.constant(null))
+    const key = fc.oneof(fc.string(), secrets, fc.constant("__proto__"))
+    const { value } = fc.letrec((tie) => ({
+      value: fc.oneof(
+        { depthSize: "small", withCrossShrink: true },
+        leaf,
+        fc.array(tie("value"), { maxLength: 4 }),
+        // Parsed from JSON, as arguments arrive: a "__proto__" key is then an own key.
+        fc
+          .array(fc.tuple(key, tie("value")), { maxLength: 4 })
+          .map((entries) => JSON.parse(JSON.stringify(Object.fromEntries(entries))) as unknown),
+      ),
+    }))
+    fc.assert(
+      fc.property(value, (input) => {
+        const before = JSON.stringify(input)
+        const filtered = filterPrivate(input)
+        assert.deepStrictEqual(filtered, copyAll(input, 0))
+        assert.strictEqual(JSON.stringify(input), before, "the input is not modified")
+        if (JSON.stringify(filtered) === before) assert.strictEqual(filtered, input, "nothing changed: no copy")
+      }),
+      { numRuns: 500 },
+    )
+    const untouched = { entities: [{ name: "a", entityType: "b", observations: ["c", "d"] }] }
+    assert.strictEqual(filterPrivate(untouched), untouched)
+    const secret = secretCorpus[0]!
+    const touched = { entities: [{ name: "a", observations: ["c", secret.text] }], other: { kept: ["x"] } }
+    const filtered = filterPrivate(touched) as typeof touched
+    assert.notStrictEqual(filtered, touched)
+    assert.notInclude(JSON.stringify(filtered), secret.needle)
+    assert.include(JSON.stringify(touched), secret.needle, "the input is not modified")
+    assert.strictEqual(filtered.other, touched.other, "an untouched branch is shared, not copied")
+  })
+
   it("replaces values nested deeper than the limit instead of walking them", () => {
     let deep: unknown = "AKIAZ3MX7QH2K4PLW9TB"
     for (let depth = 0; depth < nestingDepthMax + 10; depth++) deep = [deep]
