@@ -23,7 +23,11 @@ export const idleCheckMs = 5_000
 export const idleCpuShare = 0.01
 
 /** V8's `gc()`: a full, synchronous collection, or the one its options ask for. */
-type Collect = (options?: { readonly type: "major"; readonly execution: "sync"; readonly flavor: "last-resort" }) => unknown
+type Collect = (options?: {
+  readonly type: "major"
+  readonly execution: "sync"
+  readonly flavor: "last-resort"
+}) => unknown
 
 let collect: Collect | undefined
 

@@ -4,7 +4,12 @@
  * next busy spell; and the collection really frees what is garbage.
  */
 import { assert, describe, it } from "vitest"
-import { collectGarbage, collectsLastResort, lastResortHeapMax, makeIdleCollection } from "../../src/runtime/IdleHeap.ts"
+import {
+  collectGarbage,
+  collectsLastResort,
+  lastResortHeapMax,
+  makeIdleCollection,
+} from "../../src/runtime/IdleHeap.ts"
 
 describe("collecting a quiet daemon's heap", () => {
   it("collects once per quiet spell, on its first idle look after a busy one", () => {
