@@ -5,7 +5,7 @@
  * killed (-9) and started again on the same ports and directories. Nothing is mocked.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -45,15 +45,41 @@ export const natsServerBinary = (): string => {
   }
 }
 
-const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
+/** Whether `port` can be listened on (on loopback) right now; it is let go at once. */
+const canListen = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
     const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const port = (server.address() as { port: number }).port
-      server.close(() => resolve(port))
-    })
+    server.once("error", () => resolve(false))
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)))
   })
+
+/**
+ * The lowest port the kernel hands out as a connection's own (Linux's `ip_local_port_range`). A
+ * free port below it stays free until nats-server binds it: a port the kernel chose (`listen(0)`)
+ * is one of those it also gives outgoing connections, and the suite's many daemons and clients
+ * took one between its check and nats-server's bind ("address already in use").
+ */
+const ephemeralPortsFrom = (): number => {
+  try {
+    return Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]) || 32768
+  } catch {
+    return 32768
+  }
+}
+
+const taken = new Set<number>()
+/** A free loopback port outside the kernel's ephemeral range, not handed out before in this process. */
+const freePort = async (): Promise<number> => {
+  const high = ephemeralPortsFrom()
+  const low = Math.min(10_000, high - 1_000)
+  for (let attempt = 0; attempt < 1_000; attempt++) {
+    const port = low + Math.floor(Math.random() * (high - low))
+    if (taken.has(port) || !(await canListen(port))) continue
+    taken.add(port)
+    return port
+  }
+  throw new Error(`no free port between ${low} and ${high}`)
+}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
