@@ -49,6 +49,7 @@ import {
 } from "../../stores/checkpoint/Checkpoint.ts"
 import { decodeKey, encodeKey } from "../../stores/checkpoint/KeyCodec.ts"
 import { allocateLockFile } from "../../stores/checkpoint/LmdbLockFile.ts"
+import { lmdbMapOptions } from "../../stores/checkpoint/LmdbMap.ts"
 import type { EncoderConfig } from "../embedding/EncoderLoader.ts"
 import { type DocumentStore, documentKey } from "../index/DocumentStore.ts"
 import type { SearchDocument } from "../index/SearchDocument.ts"
@@ -211,7 +212,7 @@ type MetaValue = string | number | EncoderConfig | PersistedModel
 const openHandles = (path: string): Handles => {
   // Its lock file allocated first: made sparse by LMDB, a full disk kills the process (SIGBUS).
   allocateLockFile(path)
-  const env: RootDatabase = open({ path, maxDbs: 5, compression: false })
+  const env: RootDatabase = open({ path, maxDbs: 5, compression: false, ...lmdbMapOptions() })
   // Keys are bytes encoded by KeyCodec (lmdb-js string keys mangle long keys with U+0000); values
   // are JSON so every string round-trips.
   return {

@@ -19,6 +19,7 @@ import { Effect, Schema } from "effect"
 import { type Database, open, type RootDatabase } from "lmdb"
 import { compareKeys, keyEncoder } from "./KeyCodec.ts"
 import { allocateLockFile } from "./LmdbLockFile.ts"
+import { lmdbMapOptions } from "./LmdbMap.ts"
 
 /** A failure of the LMDB environment itself (open, commit); the owning actor restarts on it. */
 export class CheckpointError extends Schema.TaggedError<CheckpointError>()("CheckpointError", {
@@ -251,7 +252,7 @@ export const openCheckpoint = (path: string): Effect.Effect<Checkpoint, Checkpoi
     try: () => {
       guardLmdbCommitRejections()
       allocateLockFile(path)
-      const env: RootDatabase = open({ path, maxDbs: 4, compression: false })
+      const env: RootDatabase = open({ path, maxDbs: 4, compression: false, ...lmdbMapOptions() })
       // JSON, not msgpack: JSON.stringify escapes lone surrogates, so every JavaScript string round-trips.
       // Keys are bytes we encode ourselves (KeyCodec.ts): lmdb-js's string keys mangle long keys with U+0000.
       // (`keyEncoder` is a database option lmdb-js's types list only for the root environment.)
