@@ -8,6 +8,7 @@ import { Console, Effect, Layer, Option, Schema } from "effect"
 import * as Engine from "../Engine.ts"
 import { resolveActiveNvimFile } from "../editor/ActiveNvimFile.ts"
 import * as EditorServices from "../editor/EditorServices.ts"
+import { boundHeapGrowth } from "../runtime/HeapGrowth.ts"
 import { startIdleCollection } from "../runtime/IdleHeap.ts"
 import { encoderConfigOf } from "../search/embedding/EncoderLoader.ts"
 import { chosenModel, modelDirOf } from "../search/embedding/ModelFolder.ts"
@@ -105,6 +106,8 @@ export const serve = Effect.fn(function* ({
     ...(encoder === undefined ? {} : { search: { model: encoder } }),
     ...(nats === undefined ? {} : { nats }),
   })
+  // Every heap of the daemon grows to at most 1.5× what its last full collection kept (HeapGrowth.ts).
+  yield* Effect.sync(boundHeapGrowth)
   yield* Effect.gen(function* () {
     // The heap a quiet daemon no longer uses is given back (IdleHeap.ts).
     yield* Effect.acquireRelease(Effect.sync(startIdleCollection), (stop) => Effect.sync(stop))

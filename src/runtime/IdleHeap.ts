@@ -3,10 +3,10 @@
  * collection, and its memory reducer (which collects to shrink) is armed by collections too; a
  * daemon that has gone quiet allocates nothing, so none comes, and the garbage of its last
  * requests stays resident: about 10 MiB of the main thread's at 1,000 entities
- * (docs/benchmarks.md, footprint). Every `idleCheckMs` this looks at the CPU the whole process
- * spent since the last look; the first look that finds it idle after a busy one runs one full
- * collection of this thread's heap (each thread that holds a large heap runs its own: the main
- * thread, the search thread). A look costs nothing measurable; the collection, once per quiet
+ * (docs/benchmarks.md, footprint). Every `idleCheckMs` each thread that holds a large heap (the
+ * main thread, the search thread) looks at how long its event loop was busy since its last look;
+ * the first look that finds it idle after a busy one runs one full collection of that thread's
+ * heap. A look costs nothing measurable; the collection, once per quiet
  * spell, about 30 ms of a 1,000-entity daemon's main thread on Node 20, and 130 ms on Node 22 and
  * 24, where it also gives the emptied pages back (`collectsLastResort`).
  *
@@ -14,13 +14,14 @@
  * just long enough to create a context that has it, then set back, so V8's flags (which stamp its
  * code cache, src/cli/CodeCache.ts) are as at start.
  */
+import { performance } from "node:perf_hooks"
 import { getHeapStatistics, setFlagsFromString } from "node:v8"
 import { runInNewContext } from "node:vm"
 
 /** How often the process's CPU is looked at. */
-export const idleCheckMs = 5_000
-/** The process is idle when it spent less CPU than this share of the time between two looks. */
-export const idleCpuShare = 0.01
+export const idleCheckMs = 2_000
+/** A thread is idle when its event loop was busy less than this share of the time between two looks. */
+export const idleShare = 0.01
 
 /** V8's `gc()`: a full, synchronous collection, or the one its options ask for. */
 type Collect = (options?: {
@@ -67,12 +68,12 @@ export const collectGarbage = (): void => {
 }
 
 /** Decides, look by look, when to collect: on the first idle look after a busy one. */
-export const makeIdleCollection = (periodMs: number, share = idleCpuShare) => {
+export const makeIdleCollection = (periodMs: number, share = idleShare) => {
   let collected = true // nothing to give back before the first busy spell
   return {
-    /** The CPU (ms) the process spent since the last look; true when this look should collect. */
-    look: (cpuMs: number): boolean => {
-      if (cpuMs >= periodMs * share) {
+    /** The time (ms) the thread was busy since the last look; true when this look should collect. */
+    look: (busyMs: number): boolean => {
+      if (busyMs >= periodMs * share) {
         collected = false
         return false
       }
@@ -83,15 +84,22 @@ export const makeIdleCollection = (periodMs: number, share = idleCpuShare) => {
   }
 }
 
-/** Starts the looks on this thread; the returned function stops them. */
-export const startIdleCollection = (periodMs = idleCheckMs): (() => void) => {
+/**
+ * Starts the looks on this thread; the returned function stops them. A look reads the time this
+ * thread's event loop spent busy (`eventLoopUtilization`), not the process's CPU: a collection on
+ * one thread would make the other's next look busy, and the one after collect, each thread's
+ * collection setting off the other's for as long as the daemon idles. The thread's own collection
+ * is left out of its next look for the same reason.
+ */
+export const startIdleCollection = (periodMs = idleCheckMs, collect: () => void = collectGarbage): (() => void) => {
   const decide = makeIdleCollection(periodMs)
-  let last = process.cpuUsage()
+  let last = performance.eventLoopUtilization()
   const timer = setInterval(() => {
-    const now = process.cpuUsage()
-    const cpuMs = (now.user - last.user + now.system - last.system) / 1000
-    last = now
-    if (decide.look(cpuMs)) collectGarbage()
+    const busyMs = performance.eventLoopUtilization(last).active
+    last = performance.eventLoopUtilization()
+    if (!decide.look(busyMs)) return
+    collect()
+    last = performance.eventLoopUtilization()
   }, periodMs)
   timer.unref()
   return () => clearInterval(timer)

@@ -31,6 +31,7 @@ const codeCacheModule = pathToFileURL(join(repoRoot, "src", "cli", "CodeCache.ts
 
 const youngGenerationModule = pathToFileURL(join(repoRoot, "src", "runtime", "YoungGeneration.ts")).href
 const idleHeapModule = pathToFileURL(join(repoRoot, "src", "runtime", "IdleHeap.ts")).href
+const heapGrowthModule = pathToFileURL(join(repoRoot, "src", "runtime", "HeapGrowth.ts")).href
 
 interface RunOptions {
   /** Write a cache here after the run. */
@@ -39,6 +40,8 @@ interface RunOptions {
   readonly holdYoungGeneration?: boolean
   /** Collect garbage as a quiet daemon does (V8's `gc`, had by setting a flag for a moment). */
   readonly collectGarbage?: boolean
+  /** Bound the heaps' growth as `serve` does (a V8 flag set at run time). */
+  readonly boundHeapGrowth?: boolean
 }
 
 /**
@@ -50,9 +53,11 @@ const runWithCodeCache = (file: string, caches: ReadonlyArray<string>, options: 
     const { runWithCodeCache } = await import(${JSON.stringify(codeCacheModule)})
     const { holdYoungGeneration } = await import(${JSON.stringify(youngGenerationModule)})
     const { collectGarbage } = await import(${JSON.stringify(idleHeapModule)})
+    const { boundHeapGrowth } = await import(${JSON.stringify(heapGrowthModule)})
     const run = runWithCodeCache(${JSON.stringify(file)}, ${JSON.stringify(caches)})
     ${options.holdYoungGeneration === true ? "holdYoungGeneration(true)" : ""}
     ${options.collectGarbage === true ? "collectGarbage()" : ""}
+    ${options.boundHeapGrowth === true ? "boundHeapGrowth()" : ""}
     ${options.writeTo === undefined ? "" : `run.writeCache(${JSON.stringify(options.writeTo)})`}
     const offered = ${JSON.stringify(caches)}.indexOf(run.offered)
     console.log(JSON.stringify({ offered, rejected: run.rejected, exports: run.exports }))`
@@ -78,6 +83,7 @@ describe("running the bundle with a code cache", () => {
   it.each([
     ["the small daemon's young generation held", { holdYoungGeneration: true }],
     ["a quiet daemon's garbage collected", { collectGarbage: true }],
+    ["the daemon's heap growth bounded", { boundHeapGrowth: true }],
   ] as const)("V8 takes a cache written after a run that changed V8 flags: %s", (_, changes) => {
     const { file, cache } = setUp("first")
     runWithCodeCache(file, [cache], { writeTo: cache, ...changes })

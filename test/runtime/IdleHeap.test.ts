@@ -3,6 +3,9 @@
  * collection on the first idle look after a busy spell, none while busy, none again until the
  * next busy spell; and the collection really frees what is garbage.
  */
+import { execFileSync } from "node:child_process"
+import { join } from "node:path"
+import { pathToFileURL } from "node:url"
 import { assert, describe, it } from "vitest"
 import {
   collectGarbage,
@@ -10,6 +13,10 @@ import {
   lastResortHeapMax,
   makeIdleCollection,
 } from "../../src/runtime/IdleHeap.ts"
+
+// Not test/support/mcpClient.ts's: what it loads would grow this process's heap past `lastResortHeapMax`.
+const repoRoot = join(import.meta.dirname, "..", "..")
+const idleHeapModule = pathToFileURL(join(repoRoot, "src", "runtime", "IdleHeap.ts")).href
 
 describe("collecting a quiet daemon's heap", () => {
   it("collects once per quiet spell, on its first idle look after a busy one", () => {
@@ -43,5 +50,41 @@ describe("collecting a quiet daemon's heap", () => {
     // The committed heap follows what is live only where the collection compacts and gives pages back.
     if (collectsLastResort(process.versions.v8))
       assert.isBelow(after.heapTotal - after.heapUsed, 8 * 1024 * 1024, `${process.version}: room kept committed`)
+  })
+})
+
+/**
+ * `startIdleCollection` in a process of its own (so nothing else runs on its thread): the thread is
+ * busy for 100 ms, then idles `idleMs` while a collection that costs 40 ms of its time is counted;
+ * with `busyWorker`, a worker thread spins the whole time. Returns the collections made.
+ */
+const collectionsWhileIdle = (options: { readonly busyWorker: boolean }): number => {
+  const script = `
+    const { startIdleCollection } = await import(${JSON.stringify(idleHeapModule)})
+    const { Worker } = await import("node:worker_threads")
+    const spin = (ms) => { const end = performance.now() + ms; while (performance.now() < end); }
+    const worker = ${options.busyWorker} ? new Worker("const end = Date.now() + 2500; while (Date.now() < end);", { eval: true }) : undefined
+    let collections = 0
+    const stop = startIdleCollection(100, () => { collections++; spin(40) })
+    spin(100)
+    await new Promise((resolve) => setTimeout(resolve, 1500))
+    stop()
+    await worker?.terminate()
+    console.log(collections)`
+  return Number(
+    execFileSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+      cwd: repoRoot,
+      encoding: "utf8",
+    }).trim(),
+  )
+}
+
+describe("each thread's looks", () => {
+  it("collect once after a busy spell: the collection's own time does not make the thread look busy again", () => {
+    assert.strictEqual(collectionsWhileIdle({ busyWorker: false }), 1)
+  })
+
+  it("read this thread's work only: another thread's does not keep it from collecting, or make it collect again", () => {
+    assert.strictEqual(collectionsWhileIdle({ busyWorker: true }), 1)
   })
 })
