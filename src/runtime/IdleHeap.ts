@@ -6,9 +6,9 @@
  * (docs/benchmarks.md, footprint). Every `idleCheckMs` each thread that holds a large heap (the
  * main thread, the search thread) looks at how long its event loop was busy since its last look;
  * the first look that finds it idle after a busy one runs one full collection of that thread's
- * heap. A look costs nothing measurable; the collection, once per quiet
- * spell, about 30 ms of a 1,000-entity daemon's main thread on Node 20, and 130 ms on Node 22 and
- * 24, where it also gives the emptied pages back (`collectsLastResort`).
+ * heap. A look costs nothing measurable; the collection, once per quiet spell, about 30 ms of a
+ * 1,000-entity daemon's main thread on Node 20, and 130 ms on Node 22 and 24, where it also gives
+ * the emptied pages back (`collectsLastResort`).
  *
  * The collection is V8's `gc` function, which Node offers only with `--expose-gc`: the flag is set
  * just long enough to create a context that has it, then set back, so V8's flags (which stamp its
@@ -18,7 +18,7 @@ import { performance } from "node:perf_hooks"
 import { getHeapStatistics, setFlagsFromString } from "node:v8"
 import { runInNewContext } from "node:vm"
 
-/** How often the process's CPU is looked at. */
+/** How often each thread looks at its event loop. */
 export const idleCheckMs = 2_000
 /** A thread is idle when its event loop was busy less than this share of the time between two looks. */
 export const idleShare = 0.01

@@ -54,20 +54,27 @@ describe("collecting a quiet daemon's heap", () => {
 })
 
 /**
- * `startIdleCollection` in a process of its own (so nothing else runs on its thread): the thread is
- * busy for 100 ms, then idles `idleMs` while a collection that costs 40 ms of its time is counted;
- * with `busyWorker`, a worker thread spins the whole time. Returns the collections made.
+ * `startIdleCollection` in a process of its own (so nothing else runs on its thread), looking every
+ * 200 ms: the thread is busy for 300 ms, then idles 2 s while a collection that costs 60 ms of its
+ * time is counted; with `busyWorker`, a worker thread (started, and spinning, before the looks
+ * begin, so its start-up is not this thread's work) spins the whole time. Returns the collections
+ * made.
  */
 const collectionsWhileIdle = (options: { readonly busyWorker: boolean }): number => {
   const script = `
     const { startIdleCollection } = await import(${JSON.stringify(idleHeapModule)})
     const { Worker } = await import("node:worker_threads")
+    const { once } = await import("node:events")
     const spin = (ms) => { const end = performance.now() + ms; while (performance.now() < end); }
-    const worker = ${options.busyWorker} ? new Worker("const end = Date.now() + 2500; while (Date.now() < end);", { eval: true }) : undefined
+    let worker
+    if (${options.busyWorker}) {
+      worker = new Worker("require('node:worker_threads').parentPort.postMessage('spinning'); for (;;);", { eval: true, execArgv: [] })
+      await once(worker, "message")
+    }
     let collections = 0
-    const stop = startIdleCollection(100, () => { collections++; spin(40) })
-    spin(100)
-    await new Promise((resolve) => setTimeout(resolve, 1500))
+    const stop = startIdleCollection(200, () => { collections++; spin(60) })
+    spin(300)
+    await new Promise((resolve) => setTimeout(resolve, 2000))
     stop()
     await worker?.terminate()
     console.log(collections)`

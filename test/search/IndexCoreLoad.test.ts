@@ -3,7 +3,7 @@
  * A record removed in that window must be gone from the persisted index too, not only from memory:
  * the load skips a group an event replaced first, so nothing else would ever remove it.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
@@ -12,6 +12,7 @@ import { layer as embedderLayer } from "../../src/search/embedding/Embedder.ts"
 import { makeIndexCore } from "../../src/search/index/IndexCore.ts"
 import { embeddingText, hashText, type SearchDocument } from "../../src/search/index/SearchDocument.ts"
 import { openLmdbPersistence } from "../../src/search/persistence/SearchPersistence.ts"
+import { residentBytesOf } from "../support/Smaps.ts"
 import { writeTinyBert } from "./tinyModels.ts"
 
 const dirs: Array<string> = []
@@ -29,18 +30,6 @@ const note = (id: string, text: string): SearchDocument => ({
   at: 1,
   fields: {},
 })
-
-/** Resident bytes of `file`'s mappings in this process (/proc/self/smaps). */
-const residentBytesOf = (file: string): number => {
-  let inFile = false
-  let bytes = 0
-  for (const line of readFileSync("/proc/self/smaps", "utf8").split("\n")) {
-    const header = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line)
-    if (header !== null) inFile = header[1] === file
-    else if (inFile) bytes += Number(/^Rss:\s+(\d+) kB$/.exec(line)?.[1] ?? 0) * 1024
-  }
-  return bytes
-}
 
 type Core = Effect.Success<ReturnType<typeof makeIndexCore>>
 

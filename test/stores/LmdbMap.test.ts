@@ -4,7 +4,7 @@
  * and keeps the earlier maps, with the pages read through them, resident. Read from /proc/self/smaps:
  * this process's own maps of the file.
  */
-import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs"
+import { mkdtempSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
@@ -12,30 +12,24 @@ import { afterAll, assert, describe, it } from "vitest"
 import { openLmdbPersistence } from "../../src/search/persistence/SearchPersistence.ts"
 import { openCheckpoint } from "../../src/stores/checkpoint/Checkpoint.ts"
 import { lmdbMapBytes } from "../../src/stores/checkpoint/LmdbMap.ts"
+import { mapsOf } from "../support/Smaps.ts"
 
 const dirs: Array<string> = []
 afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
 })
 
-/** Each map of `file` in this process: its size and resident bytes. */
-const mapsOf = (file: string): Array<{ readonly bytes: number; readonly resident: number }> => {
-  const maps: Array<{ bytes: number; resident: number }> = []
-  let current: { bytes: number; resident: number } | undefined
-  for (const line of readFileSync("/proc/self/smaps", "utf8").split("\n")) {
-    const header = /^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+\s*(.*)$/.exec(line)
-    if (header !== null) {
-      current =
-        header[3] === file
-          ? { bytes: Number.parseInt(header[2]!, 16) - Number.parseInt(header[1]!, 16), resident: 0 }
-          : undefined
-      if (current !== undefined) maps.push(current)
-    } else if (current !== undefined) {
-      const rss = /^Rss:\s+(\d+) kB$/.exec(line)
-      if (rss !== null) current.resident += Number(rss[1]) * 1024
-    }
-  }
-  return maps
+/** `file` is one map, of `lmdbMapBytes` reserved at open, holding each of its pages at most once. */
+const assertOneMap = (file: string) => {
+  const fileBytes = statSync(file).size
+  const maps = mapsOf(file)
+  assert.deepStrictEqual(
+    maps.map((map) => map.bytes),
+    [lmdbMapBytes],
+    "one map, reserved at open",
+  )
+  assert.isAtMost(maps[0]!.resident, fileBytes, "each page resident once")
+  return fileBytes
 }
 
 /** A pseudo-random key order, so writes land all over the tree as entity ids do. */
@@ -57,16 +51,7 @@ describe("an LMDB file's map", () => {
     let read = 0
     for (const _ of checkpoint.view.getRange({ start: "kv:", end: "kv;" })) read++
     assert.strictEqual(read, 30_000)
-    const file = join(dir, "data.mdb")
-    const fileBytes = statSync(file).size
-    assert.isAbove(fileBytes, 20 * 1024 * 1024)
-    const maps = mapsOf(file)
-    assert.deepStrictEqual(
-      maps.map((map) => map.bytes),
-      [lmdbMapBytes],
-      "one map, reserved at open",
-    )
-    assert.isAtMost(maps[0]!.resident, fileBytes, "each page resident once")
+    assert.isAbove(assertOneMap(join(dir, "data.mdb")), 20 * 1024 * 1024)
     await checkpoint.close()
   })
 
@@ -83,15 +68,7 @@ describe("an LMDB file's map", () => {
       await persistence.committed()
     }
     assert.strictEqual(persistence.groupDocumentIds("s", "g").length, 12_000)
-    const file = join(dir, "lmdb", "data.mdb")
-    const fileBytes = statSync(file).size
-    assert.isAbove(fileBytes, 5 * 1024 * 1024)
-    const maps = mapsOf(file)
-    assert.deepStrictEqual(
-      maps.map((map) => map.bytes),
-      [lmdbMapBytes],
-    )
-    assert.isAtMost(maps[0]!.resident, fileBytes)
+    assert.isAbove(assertOneMap(join(dir, "lmdb", "data.mdb")), 5 * 1024 * 1024)
     await persistence.close()
   })
 })

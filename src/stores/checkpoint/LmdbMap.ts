@@ -4,8 +4,8 @@
  * every earlier map, since buffers it handed out may still point into them. A page read or written
  * through an earlier map stays resident in it, so a file grown from nothing in one run was resident
  * up to twice over: 84 MiB of maps for a 39.5 MiB file written by 200 transactions (eight maps of
- * 0.1 to 47.8 MiB), and in the 10k graph workload the graph store's 15 MiB file held 32 MiB and
- * search's 37 MiB file 52 MiB (docs/benchmarks.md, "The 10k graph workload's peak").
+ * 0.1 to 47.8 MiB), and in the 10k graph workload the graph store's 15 MiB file held 29 MiB and
+ * search's 37 MiB file 52 MiB (docs/benchmarks.md, "One map per LMDB file").
  *
  * Mapped at `lmdbMapBytes` from the start, a file of any size up to it is one map, and each of its
  * pages resident once. The map is address space, not memory: LMDB maps its file read-only and
@@ -17,7 +17,7 @@
  */
 import { arch, platform } from "node:os"
 
-/** The map every environment opens with: 8 GiB of address space, far above any memory's files (100,000 entities: about 0.5 GiB). */
+/** The map every environment opens with: 8 GiB of address space (at 100,000 entities search's file is 350 MiB, the graph store's 180). */
 export const lmdbMapBytes = 8 * 1024 ** 3
 
 const thirtyTwoBit = new Set(["arm", "ia32", "mips", "mipsel", "ppc", "s390"])
