@@ -55,16 +55,18 @@ describe("collecting a quiet daemon's heap", () => {
 
 /**
  * `startIdleCollection` in a process of its own (so nothing else runs on its thread), looking every
- * 200 ms: the thread is busy for 300 ms, then idles 2 s while a collection that costs 60 ms of its
- * time is counted; with `busyWorker`, a worker thread (started, and spinning, before the looks
- * begin, so its start-up is not this thread's work) spins the whole time. Returns the collections
- * made.
+ * 400 ms with the daemon's threshold (20 ms busy between two looks): the thread is busy for 300 ms
+ * (in a callback of its event loop: Node 24 does not count what runs before the loop starts), then
+ * idles 3 s while a collection that costs 100 ms of its time is counted; with `busyWorker`, a worker
+ * thread (started, and spinning, before the looks begin, so its start-up is not this thread's work)
+ * spins the whole time. Returns the collections made.
  */
 const collectionsWhileIdle = (options: { readonly busyWorker: boolean }): number => {
   const script = `
     const { startIdleCollection } = await import(${JSON.stringify(idleHeapModule)})
     const { Worker } = await import("node:worker_threads")
     const { once } = await import("node:events")
+    const { setTimeout: sleep } = await import("node:timers/promises")
     const spin = (ms) => { const end = performance.now() + ms; while (performance.now() < end); }
     let worker
     if (${options.busyWorker}) {
@@ -72,9 +74,10 @@ const collectionsWhileIdle = (options: { readonly busyWorker: boolean }): number
       await once(worker, "message")
     }
     let collections = 0
-    const stop = startIdleCollection(200, () => { collections++; spin(60) })
+    const stop = startIdleCollection(400, () => { collections++; spin(100) }, 0.05)
+    await sleep(10)
     spin(300)
-    await new Promise((resolve) => setTimeout(resolve, 2000))
+    await sleep(3000)
     stop()
     await worker?.terminate()
     console.log(collections)`
