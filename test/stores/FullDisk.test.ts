@@ -78,6 +78,13 @@ const graphHealth = async (daemon: DaemonProcess): Promise<StoreHealth> => {
   return stats.stores.find((store) => store.name === "graph")!
 }
 
+/**
+ * LMDB never started a write the disk had no room for (src/stores/checkpoint/LmdbRoom.ts): its
+ * failed page writes print "Write error" and corrupt lmdb-js's heap, which ends the daemon later.
+ */
+const assertLmdbNeverMetTheFullDisk = (daemon: DaemonProcess) =>
+  assert.notMatch(daemon.output(), /Write error|Attempting to write page/, "LMDB met the full disk")
+
 afterAll(cleanup)
 
 describe("a full disk under the daemon", () => {
@@ -153,6 +160,7 @@ describe("a full disk under the daemon", () => {
     assert.strictEqual((await graphHealth(daemon)).state, "running")
     assert.isTrue(existsSync(freeFlag))
     assert.isNull((await Promise.race([daemon.exited, sleep(100)])) ?? null, "the daemon is still running")
+    assertLmdbNeverMetTheFullDisk(daemon)
     await daemon.stop()
   })
 
@@ -206,6 +214,7 @@ describe("a full disk under the daemon", () => {
     )
     assert.isFalse(resumed.isError)
     assert.isNull((await Promise.race([daemon.exited, sleep(100)])) ?? null, "the daemon is still running")
+    assertLmdbNeverMetTheFullDisk(daemon)
     await daemon.stop()
   })
 
@@ -241,6 +250,7 @@ describe("a full disk under the daemon", () => {
     )
     assert.isFalse(found.isError)
     assert.isNull((await Promise.race([daemon.exited, sleep(100)])) ?? null, "the daemon is still running")
+    assertLmdbNeverMetTheFullDisk(daemon)
     await daemon.stop()
   })
 })

@@ -11,7 +11,9 @@
  * A store's sequence is written only once the writes it covers are committed, and never again in
  * this process after a commit failed (a full disk): a later commit that succeeds must not record a
  * sequence past documents that were lost, so the next start finds an older sequence and reconciles.
- * A failed commit never ends the process.
+ * A failed commit never ends the process. A turn's writes start only with room on the disk for them
+ * (`turnRoomBytes`; LMDB must not meet a full disk, src/stores/checkpoint/LmdbRoom.ts): a turn
+ * without it loses its writes as a failed commit does, and the next turn with room writes again.
  *
  * Vectors live in two slots (LMDB dbs `vectors` and `vectors-1`): the current one, made with
  * `model`, which searches use, and the other, which holds the next model's vectors while a model
@@ -50,6 +52,7 @@ import {
 import { decodeKey, encodeKey } from "../../stores/checkpoint/KeyCodec.ts"
 import { allocateLockFile } from "../../stores/checkpoint/LmdbLockFile.ts"
 import { lmdbMapOptions } from "../../stores/checkpoint/LmdbMap.ts"
+import { noRoomFor } from "../../stores/checkpoint/LmdbRoom.ts"
 import type { EncoderConfig } from "../embedding/EncoderLoader.ts"
 import { type DocumentStore, documentKey } from "../index/DocumentStore.ts"
 import type { SearchDocument } from "../index/SearchDocument.ts"
@@ -226,6 +229,14 @@ const openHandles = (path: string): Handles => {
   }
 }
 
+/**
+ * The least room on disk a turn's writes (one transaction) start with; twice the most the file
+ * has grown in one commit of this process, if that is more. The index's writes are the documents
+ * and vectors of what it indexed in the turn: a few hundred KiB at a time in a bulk write of
+ * 30,000-character observations (test/stores/FullDisk.test.ts).
+ */
+export const turnRoomBytes = 16 * 1024 * 1024
+
 /** Entries copied per transaction by a compaction. */
 const compactChunkEntries = 1000
 
@@ -234,6 +245,9 @@ const compactChunkEntries = 1000
  * comes along), flushed to disk when it resolves.
  */
 const copyInto = async (from: Handles, path: string): Promise<void> => {
+  // The copy holds at most what the original's pages hold, in fresh pages.
+  const noRoom = noRoomFor(join(path, ".."), lmdbUsedBytes([from.env, from.documents, ...from.vectors, from.meta]))
+  if (noRoom !== undefined) throw new Error(`no room on disk for a compacted copy of the search index (${noRoom})`)
   const to = openHandles(path)
   try {
     const pairs = [
@@ -281,8 +295,41 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
   let handles = openHandles(path)
   // Every write of one JavaScript turn shares one promise (one LMDB transaction): watch each once.
   let lastWrite: Promise<unknown> = Promise.resolve()
+  /** The first failed commit: lmdb-js then never finishes closing the environment. */
   let failure: unknown
+  /** Set once a write was lost (a failed commit, or a turn without room): no sequence is recorded after. */
+  let lost = false
   let writesSinceRelease = 0
+  const lose = (failed: unknown) => {
+    if (lost) return
+    lost = true
+    process.stderr.write(
+      `mnemos: the search index could not save its changes (${failed instanceof Error ? failed.message : String(failed)}); it is rebuilt from the stores at the next start\n`,
+    )
+  }
+  const dataFile = join(path, "data.mdb")
+  const fileBytes = () => {
+    try {
+      return statSync(dataFile).size
+    } catch {
+      return 0
+    }
+  }
+  let lastFileBytes = fileBytes()
+  let largestGrowth = 0
+  let turnHasRoom: boolean | undefined
+  /** Whether this turn's writes (one transaction) may start: the first write of a turn looks. */
+  const hasRoom = (): boolean => {
+    if (turnHasRoom === undefined) {
+      const noRoom = noRoomFor(path, Math.max(turnRoomBytes, 2 * largestGrowth))
+      turnHasRoom = noRoom === undefined
+      if (noRoom !== undefined) lose(new Error(noRoom))
+      setImmediate(() => {
+        turnHasRoom = undefined
+      })
+    }
+    return turnHasRoom
+  }
   const watch = (write: Promise<unknown>): void => {
     writesSinceRelease++
     // A read keeps its snapshot until the thread's next macrotask, which a busy search thread
@@ -293,12 +340,17 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
     if (write === lastWrite) return
     lastWrite = write
     void settleLmdbWrite(write).then((failed) => {
-      if (failed === undefined || failure !== undefined) return
-      failure = failed
-      process.stderr.write(
-        `mnemos: the search index could not save its changes (${failed instanceof Error ? failed.message : String(failed)}); it is rebuilt from the stores at the next start\n`,
-      )
+      const bytes = fileBytes()
+      largestGrowth = Math.max(largestGrowth, bytes - lastFileBytes)
+      lastFileBytes = bytes
+      if (failed === undefined) return
+      failure ??= failed
+      lose(failed)
     })
+  }
+  /** Issues `write` when this turn has room for its writes. */
+  const issue = (write: () => Promise<unknown>): void => {
+    if (hasRoom()) watch(write())
   }
   /** Waits for the writes so far to be committed and synced; resolves with the first failure, if any. */
   const settled = async (): Promise<unknown> => {
@@ -316,6 +368,10 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
   let documentsWrite: Promise<unknown> | undefined
   let documentsWritten: Array<readonly [string, { readonly document: SearchDocument | undefined }]> = []
   const writeDocument = (key: string, document: SearchDocument | undefined) => {
+    if (!hasRoom()) {
+      unsettled.set(key, { document }) // kept, as a write whose commit failed is
+      return
+    }
     const write =
       document === undefined
         ? handles.documents.remove(encodeKey(key))
@@ -353,8 +409,8 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
   }
   const writeModel = (written: PersistedModel) => {
     model = written
-    watch(handles.meta.put(metaKey("model"), written.id))
-    watch(
+    issue(() => handles.meta.put(metaKey("model"), written.id))
+    issue(() =>
       written.config === undefined
         ? handles.meta.remove(metaKey("modelConfig"))
         : handles.meta.put(metaKey("modelConfig"), written.config),
@@ -362,13 +418,14 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
   }
   /** Empties a db, in order with the other writes (and waited for by `close` and `compact` as they are). */
   const clear = (db: Database<Uint8Array, Buffer>): Promise<void> => {
+    if (!hasRoom()) return Promise.resolve()
     const cleared = db.clearAsync()
     watch(cleared)
     return cleared.then(() => undefined)
   }
   const forgetNextModel = () => {
     nextModel = undefined
-    watch(handles.meta.remove(metaKey("nextModel")))
+    issue(() => handles.meta.remove(metaKey("nextModel")))
   }
   return {
     groups: () => batchedGroups(handles.documents),
@@ -400,13 +457,13 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
     },
     putDocument: (group, document) => writeDocument(documentKey(document.store, group, document.id), document),
     removeDocument: (store, group, id) => writeDocument(documentKey(store, group, id), undefined),
-    putVector: (id, hash, vector) => watch(current().put(encodeKey(id), encodeVector(hash, vector))),
-    removeVector: (id) => watch(current().remove(encodeKey(id))),
+    putVector: (id, hash, vector) => issue(() => current().put(encodeKey(id), encodeVector(hash, vector))),
+    removeVector: (id) => issue(() => current().remove(encodeKey(id))),
     clearVectors: () => clear(current()),
     seq: (store) => handles.meta.get(encodeKey(`seq${sep}${store}`)) as number | undefined,
     setSeq: (store, seq) =>
       void settleLmdbWrite(lastWrite).then((failed) => {
-        if (failed === undefined && failure === undefined) watch(handles.meta.put(encodeKey(`seq${sep}${store}`), seq))
+        if (failed === undefined && !lost) issue(() => handles.meta.put(encodeKey(`seq${sep}${store}`), seq))
       }),
     model: () => model,
     setModel: writeModel,
@@ -415,21 +472,21 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
       forgetNextModel()
       await clear(other())
       nextModel = next
-      watch(handles.meta.put(metaKey("nextModel"), next))
+      issue(() => handles.meta.put(metaKey("nextModel"), next))
     },
     dropNextModel: async () => {
       forgetNextModel()
       await clear(other())
     },
     nextVector: (id) => read(other(), id),
-    putNextVector: (id, hash, vector) => watch(other().put(encodeKey(id), encodeVector(hash, vector))),
-    removeNextVector: (id) => watch(other().remove(encodeKey(id))),
+    putNextVector: (id, hash, vector) => issue(() => other().put(encodeKey(id), encodeVector(hash, vector))),
+    removeNextVector: (id) => issue(() => other().remove(encodeKey(id))),
     switchToNextModel: async () => {
       if (nextModel === undefined) throw new Error("no next model to switch to")
       const former = current()
       // One JavaScript turn: one transaction, committed after every earlier write.
       slot = slot === 0 ? 1 : 0
-      watch(handles.meta.put(metaKey("vectorsSlot"), slot))
+      issue(() => handles.meta.put(metaKey("vectorsSlot"), slot))
       writeModel(nextModel)
       forgetNextModel()
       await clear(former)
@@ -453,6 +510,7 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
       renameSync(copyPath, path)
       rmSync(oldPath, { recursive: true, force: true })
       handles = openHandles(path)
+      lastFileBytes = fileBytes()
       return { bytesBefore, bytesAfter: dirBytes(path) }
     },
     releaseMappedPages: async () => {

@@ -16,10 +16,11 @@
 
 import { statfsSync } from "node:fs"
 import { Effect, Schema } from "effect"
-import { type Database, open, type RootDatabase } from "lmdb"
+import { asBinary, type Database, open, type RootDatabase } from "lmdb"
 import { compareKeys, keyEncoder } from "./KeyCodec.ts"
 import { allocateLockFile } from "./LmdbLockFile.ts"
 import { lmdbMapOptions } from "./LmdbMap.ts"
+import { noRoomFor, type TreeShape, transactionGrowthBound, type WriteSize } from "./LmdbRoom.ts"
 
 /** A failure of the LMDB environment itself (open, commit); the owning actor restarts on it. */
 export class CheckpointError extends Schema.TaggedError<CheckpointError>()("CheckpointError", {
@@ -276,10 +277,24 @@ export const openCheckpoint = (path: string): Effect.Effect<Checkpoint, Checkpoi
         position: () => meta.get(metaPosition),
         view,
         commit: (changes, appliedSeq, salt, position) => {
+          // Encoded here as lmdb-js's `json` encoding would (JSON.stringify, UTF-8), to know the
+          // transaction's size before LMDB writes a page of it (LmdbRoom.ts).
+          const encoded = changes.map(([, value]) =>
+            value === undefined ? undefined : Buffer.from(JSON.stringify(value), "utf8"),
+          )
+          const sizes: Array<WriteSize> = changes.map(([key], index) => ({
+            keyBytes: 2 * Buffer.byteLength(key, "utf8") + 4, // KeyCodec escapes some characters
+            valueBytes: encoded[index]?.length,
+          }))
+          const noRoom = noRoomFor(path, transactionGrowthBound(data.getStats() as TreeShape, sizes))
+          if (noRoom !== undefined) return Promise.reject(new DiskFullError({ path, message: noRoom }))
           // lmdb-js gives the writes of one transaction one promise, but a large turn can span
           // several: settle each distinct one, so no rejection is ever left unhandled.
           const writes = new Set<Promise<unknown>>()
-          for (const [key, value] of changes) writes.add(value === undefined ? data.remove(key) : data.put(key, value))
+          changes.forEach(([key], index) => {
+            const value = encoded[index]
+            writes.add(value === undefined ? data.remove(key) : data.put(key, asBinary(value)))
+          })
           writes.add(meta.put(metaSalt, salt))
           if (position !== undefined) writes.add(meta.put(metaPosition, position))
           writes.add(meta.put(metaAppliedSeq, appliedSeq))
