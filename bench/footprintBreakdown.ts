@@ -21,12 +21,24 @@ import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { allocatorEnv, withAllocatorEnv } from "../src/runtime/AllocatorEnv.ts"
 import { officialServerPath, repoRoot } from "../test/support/mcpClient.ts"
 import { cpuMsOf, freePort, memoryOf, runNode, waitForPing } from "./ProcessStats.ts"
 import { seededRandom } from "./Random.ts"
 import { sentenceMaker, vocabulary } from "./search.ts"
 
 const cli = process.env.MNEMOS_BENCH_CLI ?? join(repoRoot, "dist", "cli.js")
+/**
+ * The measured daemon's environment: with glibc's allocator settings, as the shim starts a daemon
+ * (src/runtime/AllocatorEnv.ts), unless MNEMOS_BENCH_PLAIN_ALLOCATOR=1 (as `serve` run by hand).
+ * The official server never gets them.
+ */
+const plainAllocator = process.env.MNEMOS_BENCH_PLAIN_ALLOCATOR === "1"
+const plainEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !(name in allocatorEnv))) as Record<
+  string,
+  string
+>
+const daemonEnv = plainAllocator ? plainEnv : (withAllocatorEnv(plainEnv) as Record<string, string>)
 const idleSettleMs = 5_000
 /** The window over which idle CPU is measured, after the memory sample. */
 const idleCpuMs = 15_000
@@ -105,6 +117,7 @@ const serve = async (dataDir: string, measure: boolean) => {
   const port = await freePort()
   const child = spawn(process.execPath, [cli, "serve", "--data-dir", dataDir, "--port", String(port)], {
     stdio: ["ignore", "ignore", "inherit"],
+    env: daemonEnv,
   })
   try {
     const started = performance.now()
@@ -149,7 +162,7 @@ const official = async (file: string) => {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [officialServerPath],
-    env: { ...(process.env as Record<string, string>), MEMORY_FILE_PATH: file },
+    env: { ...plainEnv, MEMORY_FILE_PATH: file },
     stderr: "ignore",
   })
   const client = new Client({ name: "footprint-breakdown", version: "0" })
@@ -174,7 +187,7 @@ const startOnce = async (dataDir: string, name: string, officialFile?: string) =
       : {
           command: process.execPath,
           args: [officialServerPath],
-          env: { ...(process.env as Record<string, string>), MEMORY_FILE_PATH: officialFile },
+          env: { ...plainEnv, MEMORY_FILE_PATH: officialFile },
           stderr: "ignore",
         },
   )
@@ -215,7 +228,9 @@ const median = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a -
 console.log(
   `cli ${cli}; ${entities} entities; load average ${loadavg()
     .map((v) => v.toFixed(2))
-    .join(" ")}`,
+    .join(
+      " ",
+    )}; the daemon's allocator: ${plainAllocator ? "glibc's defaults (MNEMOS_BENCH_PLAIN_ALLOCATOR=1)" : "as the shim starts it (src/runtime/AllocatorEnv.ts)"}`,
 )
 console.log(
   `mnemos idle RSS ${mib(run.memory.rssBytes)} MiB (anonymous ${mib(run.memory.anonRssBytes)}, files ${mib(run.memory.fileRssBytes)}), peak ${mib(run.memory.peakRssBytes)}, warm in ${run.warmMs.toFixed(0)} ms`,

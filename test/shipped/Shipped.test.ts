@@ -18,6 +18,7 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
 import { Effect } from "effect"
 import { PNG } from "pngjs"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
+import { allocatorEnv } from "../../src/runtime/AllocatorEnv.ts"
 import { builtinCatalogue, defaultModelName, fileUrl } from "../../src/search/embedding/ModelCatalogue.ts"
 import { modelDirOf, pullModel } from "../../src/search/embedding/ModelFolder.ts"
 import { lacks, startNeovim, startXvfb } from "../editor/harness.ts"
@@ -564,6 +565,9 @@ describe(`the installed product on Node ${productNodeVersion}`, () => {
     assert.notStrictEqual(answer!.result?.isError, true, JSON.stringify(answer))
     const started = JSON.parse(readFileSync(join(dataDir, "daemon.json"), "utf8")) as { pid: number; port: number }
     assert.strictEqual(started.port, port)
+    // It runs with glibc's allocator settings (src/runtime/AllocatorEnv.ts), which glibc reads only at start.
+    const environment = readFileSync(`/proc/${started.pid}/environ`, "utf8").split("\0")
+    for (const [name, value] of Object.entries(allocatorEnv)) assert.include(environment, `${name}=${value}`)
     // The daemon the shim started stops on SIGTERM, and is gone before its directory is removed.
     process.kill(started.pid, "SIGTERM")
     await waitFor(`daemon ${started.pid} to exit`, () => (isAlive(started.pid) ? undefined : true), 15_000)
