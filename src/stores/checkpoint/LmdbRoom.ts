@@ -6,11 +6,12 @@
  * EIO) by formatting "Attempting to write page at position …, size …, blocks …, buffer sizes … … …"
  * into a 100-byte `malloc` (mdb.c, mdb_page_flush). With a file of a few MiB and large values the
  * text is longer than that ("… position 12423168, size 4435968, blocks 27, buffer sizes 184320
- * 184320 184320" is 105 bytes with its terminator): the heap is corrupted, and the daemon died
- * later in `malloc(): invalid next size` (SIGABRT) — one run in six of test/stores/FullDisk.test.ts
- * on a loaded machine. No error handling after the fact can undo that, so LMDB must not reach a
- * full disk: a commit the disk has no room for is refused as `DiskFullError` before LMDB writes
- * anything, and tried again (by the same check) once space returns.
+ * 184320 184320" is 106 bytes with its terminator): the heap is corrupted, and the daemon died
+ * later in `malloc(): invalid next size` (SIGABRT) — 1 of 14 runs of test/stores/FullDisk.test.ts's
+ * first test on a loaded machine, 10 of which made LMDB fail 4–6 page writes (one a second). No
+ * error handling after the fact can undo that, so LMDB must not reach a full disk: a commit the
+ * disk has no room for is refused as `DiskFullError` before LMDB writes anything, and tried again
+ * (by the same check) once space returns.
  *
  * What is left: a file system that fills between the check and LMDB's write (another program, or
  * more than `headroomBytes` taken by this daemon's other files meanwhile), a user quota (statfs does
