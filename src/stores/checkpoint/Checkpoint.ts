@@ -14,13 +14,12 @@
  * Values are treated as immutable: domain code builds new objects instead of editing what it read.
  */
 
-import { statfsSync } from "node:fs"
 import { Effect, Schema } from "effect"
 import { asBinary, type Database, open, type RootDatabase } from "lmdb"
 import { compareKeys, keyEncoder } from "./KeyCodec.ts"
 import { allocateLockFile } from "./LmdbLockFile.ts"
 import { lmdbMapOptions } from "./LmdbMap.ts"
-import { noRoomFor, type TreeShape, transactionGrowthBound, type WriteSize } from "./LmdbRoom.ts"
+import { freeBytes, noRoomFor, type TreeShape, transactionGrowthBound, type WriteSize } from "./LmdbRoom.ts"
 
 /** A failure of the LMDB environment itself (open, commit); the owning actor restarts on it. */
 export class CheckpointError extends Schema.TaggedError<CheckpointError>()("CheckpointError", {
@@ -53,12 +52,8 @@ export const failedForSpace = (failure: unknown, path: string): boolean => {
   if (isNoSpace(failure)) return true
   const code = (failure as { code?: unknown } | undefined)?.code
   if (code !== 5 && code !== "EIO") return false
-  try {
-    const stats = statfsSync(path)
-    return stats.bavail * stats.bsize < lowSpaceBytes
-  } catch {
-    return false
-  }
+  const free = freeBytes(path)
+  return free !== undefined && free < lowSpaceBytes
 }
 
 /** True when `error` (an lmdb-js or node error) says the disk is full. */
@@ -279,13 +274,14 @@ export const openCheckpoint = (path: string): Effect.Effect<Checkpoint, Checkpoi
         commit: (changes, appliedSeq, salt, position) => {
           // Encoded here as lmdb-js's `json` encoding would (JSON.stringify, UTF-8), to know the
           // transaction's size before LMDB writes a page of it (LmdbRoom.ts).
-          const encoded = changes.map(([, value]) =>
-            value === undefined ? undefined : Buffer.from(JSON.stringify(value), "utf8"),
-          )
-          const sizes: Array<WriteSize> = changes.map(([key], index) => ({
-            keyBytes: 2 * Buffer.byteLength(key, "utf8") + 4, // KeyCodec escapes some characters
-            valueBytes: encoded[index]?.length,
-          }))
+          const encoded: Array<Buffer | undefined> = []
+          const sizes: Array<WriteSize> = []
+          for (const [key, value] of changes) {
+            const bytes = value === undefined ? undefined : Buffer.from(JSON.stringify(value), "utf8")
+            encoded.push(bytes)
+            // KeyCodec escapes some characters: at most twice the key's UTF-8, and a terminator.
+            sizes.push({ keyBytes: 2 * Buffer.byteLength(key, "utf8") + 4, valueBytes: bytes?.length })
+          }
           const noRoom = noRoomFor(path, transactionGrowthBound(data.getStats() as TreeShape, sizes))
           if (noRoom !== undefined) return Promise.reject(new DiskFullError({ path, message: noRoom }))
           // lmdb-js gives the writes of one transaction one promise, but a large turn can span
