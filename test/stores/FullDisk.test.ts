@@ -64,7 +64,9 @@ const startOnSmallDisks = async (
   mkdirSync(dataDir, { recursive: true, mode: 0o700 })
   const freeFlag = join(dataDir, "free-the-ballast")
   const paths = (dirs: ReadonlyArray<string> = []) => dirs.map((dir) => join(dataDir, dir)).join(" ")
+  // The built CLI, as users run it: the full disk's handling is what ships.
   const daemon = await startDaemon({
+    built: true,
     dataDir,
     through: ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", mountScript, "sh"],
     env: { MNEMOS_TEST_MOUNTS: paths(disks.mounts), MNEMOS_TEST_FILL: paths(disks.filled), MNEMOS_TEST_FREE: freeFlag },
