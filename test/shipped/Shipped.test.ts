@@ -11,7 +11,8 @@
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process"
 import { createHash } from "node:crypto"
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
-import { dirname, join } from "node:path"
+import { createRequire, isBuiltin } from "node:module"
+import { dirname, join, sep } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
@@ -393,6 +394,28 @@ describe(`the installed product on Node ${productNodeVersion}`, () => {
     assert.include(help.stdout, "serve")
   })
 
+  it("every package the bundle leaves outside it resolves inside the installed product", () => {
+    // The product sits inside the repository (test-results/), so a package missing from its own
+    // node_modules would still load, from the repository's: this is what would catch it.
+    const bundle = join(dirname(product.cli), "bundle", "cli.cjs")
+    const required = [...readFileSync(bundle, "latin1").matchAll(/require\("([^".][^"]*)"\)/g)].map(
+      (match) => match[1]!,
+    )
+    const packages = [...new Set(required)].filter((name) => !isBuiltin(name))
+    assert.includeMembers(packages, ["lmdb", "raw-body", "ajv", "ajv-formats"])
+    const resolveFromBundle = createRequire(bundle).resolve
+    const outside = packages.flatMap((name) => {
+      try {
+        const file = resolveFromBundle(name)
+        return file.startsWith(join(product.appDir, "node_modules") + sep) ? [] : [`${name}: ${file}`]
+      } catch {
+        // ws's optional native helper: ws works without it.
+        return name === "utf-8-validate" ? [] : [`${name}: not found`]
+      }
+    })
+    assert.deepStrictEqual(outside, [], "packages the installed product does not have itself")
+  })
+
   it("health shows the daemon's search index: its state, where it runs, what it holds, the heaps", async () => {
     const health = await runProduct(["health", "--data-dir", daemon.dataDir])
     assert.strictEqual(health.code, 0, health.stderr)
@@ -412,19 +435,24 @@ describe(`the installed product on Node ${productNodeVersion}`, () => {
     }
   })
 
-  it.each<NetworkTransport>(["streamable-http", "ws"])("answers over %s, editor tools included", async (transport) => {
-    const client = await connectClient(transport, daemon.url)
-    const written = await call(client, "add_sticky_note", { text: `over ${transport}` })
-    assert.isFalse(written.isError, written.text)
-    const listed = await call(client, "list_sticky_notes", { query: transport })
-    assert.include(listed.text, `over ${transport}`)
-    const skeleton = await call(client, "read_file_skeleton", { path: join(workspace, "tool.py") })
-    assert.isFalse(skeleton.isError, skeleton.text)
-    assert.include(skeleton.text, "Greeter")
-    const buffer = await call(client, "nvim_get_active_buffer", {})
-    assert.isFalse(buffer.isError, buffer.text)
-    await client.close()
-  })
+  // The legacy SSE transport reads its POST bodies with raw-body, which the bundle leaves to
+  // node_modules (scripts/bundle.mjs): this is where an installed product loads it.
+  it.each<NetworkTransport>(["streamable-http", "sse", "ws"])(
+    "answers over %s, editor tools included",
+    async (transport) => {
+      const client = await connectClient(transport, daemon.url)
+      const written = await call(client, "add_sticky_note", { text: `over ${transport}` })
+      assert.isFalse(written.isError, written.text)
+      const listed = await call(client, "list_sticky_notes", { query: transport })
+      assert.include(listed.text, `over ${transport}`)
+      const skeleton = await call(client, "read_file_skeleton", { path: join(workspace, "tool.py") })
+      assert.isFalse(skeleton.isError, skeleton.text)
+      assert.include(skeleton.text, "Greeter")
+      const buffer = await call(client, "nvim_get_active_buffer", {})
+      assert.isFalse(buffer.isError, buffer.text)
+      await client.close()
+    },
+  )
 
   it("serve --stdio answers every request read before stdin ends, then exits 0", async () => {
     const dataDir = tempDir("mnemos-shipped-stdio-")
