@@ -162,8 +162,10 @@ export const makeDashboardEvents: Effect.Effect<DashboardEvents, never, EventBus
     const totalByStore: Record<string, number> = {}
     const lastSeqByStore: Record<string, number> = {}
 
-    const send = (client: Client, message: unknown) => {
-      if (client.socket.readyState === WebSocket.OPEN) client.socket.send(JSON.stringify(message))
+    const send = (client: Client, message: unknown) => sendText(client, Buffer.from(JSON.stringify(message)))
+    /** Sends a message already serialised (as a text frame). */
+    const sendText = (client: Client, text: Buffer) => {
+      if (client.socket.readyState === WebSocket.OPEN) client.socket.send(text, { binary: false })
     }
     const count = (committed: CommittedEvent) => {
       lastSeqByStore[committed.store] = Math.max(lastSeqByStore[committed.store] ?? 0, committed.seq)
@@ -187,6 +189,11 @@ export const makeDashboardEvents: Effect.Effect<DashboardEvents, never, EventBus
       }
     }
     const flush = () => {
+      // Every queue is a suffix of the events enqueued since the last flush (a queue starts empty,
+      // at a page's arrival or after a flush or a resync, and grows by the same batches for every
+      // page): queues that start with the same event are the same. Each is serialised once,
+      // however many pages follow.
+      const serialised = new Map<LiveEvent, Buffer>()
       for (const client of clients) {
         if (client.socket.bufferedAmount > liveClientBufferBytesMax) {
           client.queue = []
@@ -197,7 +204,13 @@ export const makeDashboardEvents: Effect.Effect<DashboardEvents, never, EventBus
           send(client, { type: "resync", reason: client.mustResync })
           client.mustResync = undefined
         } else if (client.queue.length > 0) {
-          send(client, { type: "events", events: client.queue })
+          const first = client.queue[0]!
+          let text = serialised.get(first)
+          if (text === undefined) {
+            text = Buffer.from(JSON.stringify({ type: "events", events: client.queue }))
+            serialised.set(first, text)
+          }
+          sendText(client, text)
           client.queue = []
         }
       }
