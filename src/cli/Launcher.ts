@@ -21,6 +21,7 @@
  * The bundle's `import()` of the packages left outside it is made here (PackageImport.ts): code
  * restored from V8's code cache cannot run `import()`.
  */
+import { createRequire } from "node:module"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { runWithCodeCache } from "./CodeCache.ts"
@@ -37,6 +38,18 @@ delete process.env[codeCacheOutEnv]
 ;(globalThis as { [packageImporterKey]?: (specifier: string) => Promise<unknown> })[packageImporterKey] = (specifier) =>
   import(specifier)
 
+/**
+ * With source maps on (`node --enable-source-maps`, or in NODE_OPTIONS), Node's own CommonJS loader
+ * runs the bundle: it maps stack traces through the bundle's source map (dist/bundle/cli.cjs.map)
+ * to the sources, which it does not for code compiled by `vm.Script`. Such a run compiles the
+ * bundle without a code cache (a debugging run; docs/operations.md).
+ */
+const loadedBySourceMaps = (): boolean => {
+  if (!process.sourceMapsEnabled) return false
+  createRequire(import.meta.url)(bundle)
+  return true
+}
+
 const command = process.argv[2]
 const userCacheDir = codeCacheDir()
 const userCache =
@@ -44,13 +57,19 @@ const userCache =
     ? undefined
     : join(userCacheDir, `${command === "mcp" ? "mcp" : "serve"}-${process.version}-${process.arch}.cache`)
 // The user's own first: it exists only where the build's did not serve.
-const run = runWithCodeCache(bundle, [...(userCache === undefined ? [] : [userCache]), `${bundle}.cache`])
+const run = loadedBySourceMaps()
+  ? undefined
+  : runWithCodeCache(bundle, [...(userCache === undefined ? [] : [userCache]), `${bundle}.cache`])
 const writeTo =
-  cacheOut ??
-  ((command === "serve" || command === "mcp") && (run.offered === undefined || run.rejected) ? userCache : undefined)
+  run === undefined
+    ? undefined
+    : (cacheOut ??
+      ((command === "serve" || command === "mcp") && (run.offered === undefined || run.rejected)
+        ? userCache
+        : undefined))
 // After the run, so that the cache holds every function it compiled. A cache that cannot be
 // written (a full disk, a read-only home) costs only the next start's compilation.
-if (writeTo !== undefined)
+if (run !== undefined && writeTo !== undefined)
   process.once("exit", () => {
     try {
       run.writeCache(writeTo)

@@ -5,7 +5,7 @@
  *
  * Why: glibc raises its mmap threshold to the size of any memory-mapped block freed (up to 32 MiB),
  * and its trim threshold to twice that. A daemon frees such blocks from its first second on (the
- * bundle it compiles, 4.3 MB, and its code cache; the search index's arrays each time they grow);
+ * bundle it compiles, 2.4 MB, and its code cache; the search index's arrays each time they grow);
  * blocks up to that size then come from the heap, and up to twice it of free heap stays resident.
  * Fixed at 256 KiB and 2 MiB (docs/benchmarks.md, "glibc's heap"): a 1,000-entity daemon idles at
  * 104 MiB instead of 118–119 (glibc's heap 7 MiB instead of 17–18), and the 10k graph workload

@@ -454,6 +454,35 @@ describe(`the installed product on Node ${productNodeVersion}`, () => {
     },
   )
 
+  it("with source maps on, a stack trace names the sources, and serve --stdio still answers", async () => {
+    // A stack taken inside the bundle: where it writes its version to stdout.
+    const probe = join(tempDir("mnemos-shipped-stack-"), "stack.cjs")
+    writeFileSync(
+      probe,
+      `const write = process.stdout.write.bind(process.stdout)
+process.stdout.write = (...args) => { process.stderr.write(new Error("probe").stack + "\\n"); return write(...args) }`,
+    )
+    const withMaps = await runProductWith(["--version"], "", {
+      NODE_OPTIONS: `--enable-source-maps --require ${probe}`,
+    })
+    assert.strictEqual(withMaps.code, 0, withMaps.stderr)
+    assert.include(withMaps.stdout, product.version)
+    assert.match(withMaps.stderr, /src\/cli\/\w+\.ts:\d+:\d+/, "no frame of the sources")
+    assert.notInclude(withMaps.stderr, "cli.cjs", "a frame left in the bundle")
+    const without = await runProductWith(["--version"], "", { NODE_OPTIONS: `--require ${probe}` })
+    assert.include(without.stderr, "cli.cjs")
+    const dataDir = tempDir("mnemos-shipped-maps-")
+    const served = await runProductWith(
+      ["serve", "--stdio", "--data-dir", dataDir],
+      initialize + initialized + noteCall(2, "with source maps"),
+      { NODE_OPTIONS: "--enable-source-maps" },
+    )
+    assert.strictEqual(served.code, 0, served.stderr)
+    const answer = answersOf(served.stdout).find((message) => message.id === 2)
+    assert.isDefined(answer?.result, `no answer to the write: ${served.stdout}`)
+    assert.notStrictEqual(answer!.result!.isError, true, JSON.stringify(answer))
+  })
+
   it("serve --stdio answers every request read before stdin ends, then exits 0", async () => {
     const dataDir = tempDir("mnemos-shipped-stdio-")
     const ended = await runProduct(
