@@ -7,6 +7,7 @@
 import { createRequire } from "node:module"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { type ResourceLimits, Worker } from "node:worker_threads"
+import { keepV8FlagsAcross } from "../../runtime/V8Flags.ts"
 
 /**
  * A worker running module `name` (no extension) of the directory of `callerUrl` (an `import.meta.url`),
@@ -20,7 +21,8 @@ export const startModuleWorker = (
 ): Worker => {
   const options = { workerData, ...(resourceLimits !== undefined ? { resourceLimits } : {}) }
   // Built code (dist/<area>/*.js, or the bundled CLI, dist/bundle/cli.cjs) starts the built worker.
-  if (!fileURLToPath(callerUrl).endsWith(".ts")) return new Worker(new URL(`./${name}.js`, callerUrl), options)
+  if (!fileURLToPath(callerUrl).endsWith(".ts"))
+    return keepV8FlagsAcross(new Worker(new URL(`./${name}.js`, callerUrl), options))
   const tsxApi = pathToFileURL(
     createRequire(callerUrl)
       .resolve("tsx/esm/api")
@@ -28,5 +30,5 @@ export const startModuleWorker = (
   ).href
   const target = new URL(`./${name}.ts`, callerUrl).href
   const code = `(async () => { const { register } = await import(${JSON.stringify(tsxApi)}); register(); await import(${JSON.stringify(target)}) })()`
-  return new Worker(code, { eval: true, ...options })
+  return keepV8FlagsAcross(new Worker(code, { eval: true, ...options }))
 }

@@ -32,6 +32,7 @@
  * waiting for it, as a pending libuv request would.
  */
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "node:worker_threads"
+import { keepV8FlagsAcross } from "../../runtime/V8Flags.ts"
 
 /** Writes queued to the thread at once; more wait in the process until slots free up. */
 const writerSlotsMax = 1024
@@ -175,6 +176,7 @@ class WriterThread {
       },
       transferList: [port2],
     })
+    keepV8FlagsAcross(this.worker)
     this.worker.unref()
     const stop = (why: string) => {
       if (this.stopped) return

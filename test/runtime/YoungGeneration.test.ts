@@ -1,0 +1,80 @@
+/**
+ * A small daemon holds its main thread's young generation at the size it has (YoungGeneration.ts),
+ * and keeps holding it after it starts worker threads: on Node 20 and 22 a worker's start undoes
+ * the V8 flag that holds it, so every worker the daemon starts sets it again (V8Flags.ts). Each case
+ * runs in a new process, whose V8 flags are its own.
+ */
+import { execFileSync } from "node:child_process"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { pathToFileURL } from "node:url"
+import { assert, describe, it } from "vitest"
+
+const repoRoot = join(import.meta.dirname, "..", "..")
+const moduleUrl = (...path: Array<string>) => JSON.stringify(pathToFileURL(join(repoRoot, "src", ...path)).href)
+
+/** The main thread's young generation (MiB) when held, and after a worker started and 3 million objects were made. */
+const youngGenerationAcrossAWorker = (worker: "wal writer" | "any worker" | "none held") => {
+  const script = `
+    import { getHeapSpaceStatistics } from "node:v8"
+    import { openSync, closeSync, rmSync, mkdtempSync } from "node:fs"
+    import { tmpdir } from "node:os"
+    import { join } from "node:path"
+    import { Worker } from "node:worker_threads"
+    const { holdYoungGeneration } = await import(${moduleUrl("runtime", "YoungGeneration.ts")})
+    const { keepV8FlagsAcross } = await import(${moduleUrl("runtime", "V8Flags.ts")})
+    const { queueWrite, fileToken, terminateWriterThread } = await import(${moduleUrl("stores", "wal", "WalWriter.ts")})
+    const young = () => getHeapSpaceStatistics().find((space) => space.space_name === "new_space").space_size / 1048576
+    const kept = []
+    const churn = (count) => {
+      for (let index = 0; index < count; index++) {
+        kept.push({ index, text: "x" + index })
+        if (kept.length > 200000) kept.length = 0
+      }
+    }
+    churn(20000)
+    const worker = ${JSON.stringify(worker)}
+    if (worker !== "none held") holdYoungGeneration(true)
+    const held = young()
+    if (worker === "wal writer") {
+      const dir = mkdtempSync(join(tmpdir(), "mnemos-young-"))
+      const fd = openSync(join(dir, "log"), "w")
+      await queueWrite(fileToken(), fd, 0, new Uint8Array(16))
+      closeSync(fd)
+      rmSync(dir, { recursive: true })
+    } else {
+      const started = keepV8FlagsAcross(new Worker("setTimeout(() => {}, 2000)", { eval: true }))
+      await new Promise((resolve) => started.once("online", resolve))
+      started.unref()
+    }
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    churn(3_000_000)
+    console.log(JSON.stringify({ held, after: young() }))
+    await terminateWriterThread()
+    process.exit(0)`
+  // A file, not `--input-type=module -e`: workers inherit the flag, and the WAL writer's code is CommonJS.
+  const dir = mkdtempSync(join(tmpdir(), "mnemos-young-test-"))
+  try {
+    writeFileSync(join(dir, "probe.mjs"), script)
+    const output = execFileSync(process.execPath, ["--import", "tsx", join(dir, "probe.mjs")], {
+      cwd: repoRoot,
+      encoding: "utf8",
+    })
+    return JSON.parse(output) as { held: number; after: number }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+describe("the main thread's young generation, held", () => {
+  it("grows under this allocation when nothing holds it (what the other cases would show)", () => {
+    const { held, after } = youngGenerationAcrossAWorker("none held")
+    assert.isAbove(after, held)
+  })
+
+  it.each(["wal writer", "any worker"] as const)("stays at its size after the %s thread starts", (worker) => {
+    const { held, after } = youngGenerationAcrossAWorker(worker)
+    assert.isAtMost(after, held, `held at ${held} MiB, then ${after} MiB`)
+  })
+})
