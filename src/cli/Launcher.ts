@@ -38,40 +38,32 @@ delete process.env[codeCacheOutEnv]
 ;(globalThis as { [packageImporterKey]?: (specifier: string) => Promise<unknown> })[packageImporterKey] = (specifier) =>
   import(specifier)
 
-/**
- * With source maps on (`node --enable-source-maps`, or in NODE_OPTIONS), Node's own CommonJS loader
- * runs the bundle: it maps stack traces through the bundle's source map (dist/bundle/cli.cjs.map)
- * to the sources, which it does not for code compiled by `vm.Script`. Such a run compiles the
- * bundle without a code cache (a debugging run; docs/operations.md).
- */
-const loadedBySourceMaps = (): boolean => {
-  if (!process.sourceMapsEnabled) return false
-  createRequire(import.meta.url)(bundle)
-  return true
+/** Runs the bundle with V8's code cache, and writes a cache of its own after the run where it had none. */
+const runCached = () => {
+  const command = process.argv[2]
+  const userCacheDir = codeCacheDir()
+  const userCache =
+    userCacheDir === undefined
+      ? undefined
+      : join(userCacheDir, `${command === "mcp" ? "mcp" : "serve"}-${process.version}-${process.arch}.cache`)
+  // The user's own first: it exists only where the build's did not serve.
+  const run = runWithCodeCache(bundle, [...(userCache === undefined ? [] : [userCache]), `${bundle}.cache`])
+  const writeTo =
+    cacheOut ??
+    ((command === "serve" || command === "mcp") && (run.offered === undefined || run.rejected) ? userCache : undefined)
+  // After the run, so that the cache holds every function it compiled. A cache that cannot be
+  // written (a full disk, a read-only home) costs only the next start's compilation.
+  if (writeTo !== undefined)
+    process.once("exit", () => {
+      try {
+        run.writeCache(writeTo)
+      } catch {}
+    })
 }
 
-const command = process.argv[2]
-const userCacheDir = codeCacheDir()
-const userCache =
-  userCacheDir === undefined
-    ? undefined
-    : join(userCacheDir, `${command === "mcp" ? "mcp" : "serve"}-${process.version}-${process.arch}.cache`)
-// The user's own first: it exists only where the build's did not serve.
-const run = loadedBySourceMaps()
-  ? undefined
-  : runWithCodeCache(bundle, [...(userCache === undefined ? [] : [userCache]), `${bundle}.cache`])
-const writeTo =
-  run === undefined
-    ? undefined
-    : (cacheOut ??
-      ((command === "serve" || command === "mcp") && (run.offered === undefined || run.rejected)
-        ? userCache
-        : undefined))
-// After the run, so that the cache holds every function it compiled. A cache that cannot be
-// written (a full disk, a read-only home) costs only the next start's compilation.
-if (run !== undefined && writeTo !== undefined)
-  process.once("exit", () => {
-    try {
-      run.writeCache(writeTo)
-    } catch {}
-  })
+// With source maps on (`node --enable-source-maps`, or in NODE_OPTIONS), Node's own CommonJS loader
+// runs the bundle: it maps stack traces through the bundle's source map (dist/bundle/cli.cjs.map) to
+// the sources, which it does not for code compiled by `vm.Script`. Such a run compiles the bundle
+// without a code cache (a debugging run; docs/operations.md).
+if (process.sourceMapsEnabled) createRequire(import.meta.url)(bundle)
+else runCached()

@@ -10,9 +10,9 @@
  *
  * V8's flags are process-wide and this one is read at each growth decision, so setting it at run
  * time takes effect from then on, on every thread's heap (on Node 20 and 22 until a worker thread
- * starts, which undoes it: every worker sets it again, `keepV8FlagsAcross` in V8Flags.ts). It is set back to V8's default when the
- * index moves to a worker thread (a large memory: loads and bulk indexing, where a larger young
- * generation saves CPU; that thread caps its own, SearchThread.ts).
+ * starts, which undoes it: every worker sets it again, `keepV8FlagsAcross` in V8Flags.ts). It is
+ * set back to V8's default when the index moves to a worker thread (a large memory: loads and bulk
+ * indexing, where a larger young generation saves CPU; that thread caps its own, SearchThread.ts).
  */
 import { setV8Flag } from "./V8Flags.ts"
 
