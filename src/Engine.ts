@@ -62,6 +62,8 @@ export interface EngineConfig {
     readonly mainThreadDocumentsMax?: number
     /** Starts the search thread (tests wrap it, to stop a thread as a crash would). */
     readonly openThread?: typeof openSearchThread
+    /** How long after the start a small index warms up (Indexer.ts; at once by default). */
+    readonly mainThreadWarmUpAfterMs?: number
   }
   /** A shared memory: every store's log is a JetStream stream on these NATS servers (docs/scaling.md). */
   readonly nats?: NatsSettings
@@ -140,6 +142,9 @@ export const layer = (config: EngineConfig) => {
       ? { mainThreadDocumentsMax: config.search.mainThreadDocumentsMax }
       : {}),
     ...(config.search?.openThread !== undefined ? { openThread: config.search.openThread } : {}),
+    ...(config.search?.mainThreadWarmUpAfterMs !== undefined
+      ? { mainThreadWarmUpAfterMs: config.search.mainThreadWarmUpAfterMs }
+      : {}),
   })
   // A shared memory's daemons say they are there (the dashboard's panel); loaded only for one.
   const presence =

@@ -74,6 +74,13 @@ const toolsOf = (flag: Option.Option<string>) => {
   return Effect.succeed(tools)
 }
 
+/**
+ * How long after its start a daemon with a small search index (on its main thread) loads it: after
+ * a client's first exchanges (initialize, the lists, usually a first call), which came 40 ms later
+ * on Node 22 at 1,000 entities when the load went first (docs/benchmarks.md, footprint).
+ */
+export const searchWarmUpAfterMs = 250
+
 /** Runs `mnemos serve` until it is stopped. */
 export const serve = Effect.fn(function* ({
   dataDir,
@@ -103,7 +110,7 @@ export const serve = Effect.fn(function* ({
   const engine = Engine.layer({
     dataDir: location.path,
     command: stdio ? "mnemos serve --stdio" : `mnemos serve --port ${port}`,
-    ...(encoder === undefined ? {} : { search: { model: encoder } }),
+    search: { mainThreadWarmUpAfterMs: searchWarmUpAfterMs, ...(encoder === undefined ? {} : { model: encoder }) },
     ...(nats === undefined ? {} : { nats }),
   })
   // Every heap of the daemon grows to at most 1.5× what its last full collection kept (HeapGrowth.ts).

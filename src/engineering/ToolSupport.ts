@@ -17,6 +17,7 @@ import {
   type ToolCaller,
   ToolError,
   type ToolOutput,
+  withInputSchema,
 } from "../tools/Tool.ts"
 import { Files, RecordId, Tags } from "./Fields.ts"
 import { type GitInfo, readGitContext } from "./GitContext.ts"
@@ -145,18 +146,20 @@ export const engineeringTool = <Args, R>(
   run: (args: Args, caller: ToolCaller) => Effect.Effect<ToolOutput, ToolError, R>,
 ): Tool<Args, R> =>
   makeTool({
-    definition: {
-      name: spec.name,
-      title: spec.title,
-      description: spec.description,
-      inputSchema: inputSchemaOf(args),
-      annotations: {
-        readOnlyHint: spec.readOnly ?? false,
-        destructiveHint: spec.destructive ?? false,
-        idempotentHint: spec.idempotent ?? spec.readOnly ?? false,
-        openWorldHint: false,
+    definition: withInputSchema(
+      {
+        name: spec.name,
+        title: spec.title,
+        description: spec.description,
+        annotations: {
+          readOnlyHint: spec.readOnly ?? false,
+          destructiveHint: spec.destructive ?? false,
+          idempotentHint: spec.idempotent ?? spec.readOnly ?? false,
+          openWorldHint: false,
+        },
       },
-    },
+      () => inputSchemaOf(args),
+    ),
     toolset,
     errorFormat: "envelope",
     args,

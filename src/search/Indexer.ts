@@ -23,16 +23,16 @@
  * young generation is held at its initial size (YoungGeneration.ts: V8 would grow it to 32 MiB
  * and keep it while a daemon idles).
  *
- * Startup answers at once (cold) and warms in the background: the thread loads the persisted
- * documents and vectors, then, for each store whose last sequence differs from what was persisted
- * (or after a dropped event or a source's "resync"), this side reconciles with a scan of the
- * store. Handling is state-based (a group's documents are re-read from the store's view), so
+ * Startup answers at once (cold) and warms in the background (a small index a moment later:
+ * `mainThreadWarmUpAfterMs`): the thread loads the persisted documents and vectors, then, for each
+ * store whose last sequence differs from what was persisted (or after a dropped event or a
+ * source's "resync"), this side reconciles with a scan of the store. Handling is state-based (a group's documents are re-read from the store's view), so
  * events and scans may interleave in any order; a scan result never overwrites a group an event
  * refreshed after the scan began (`touchedSince`). Health reports cold/warming/warm and the lag.
  */
 import { existsSync } from "node:fs"
 import { join } from "node:path"
-import { Clock, Context, Effect, Fiber, Layer, PubSub, Semaphore } from "effect"
+import { Clock, Context, Duration, Effect, Fiber, Layer, PubSub, Semaphore } from "effect"
 import { Router } from "../actors/Router.ts"
 import { holdYoungGeneration } from "../runtime/YoungGeneration.ts"
 import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
@@ -141,6 +141,13 @@ export interface IndexerConfig {
   readonly mainThreadDocumentsMax?: number
   /** Starts the search thread (tests wrap it to stop a thread as a crash would). */
   readonly openThread?: typeof openSearchThread
+  /**
+   * An index on the calling thread warms up this long after the indexer starts (at once when
+   * absent): loading it holds that thread (about 60 ms at 1,000 entities), and a daemon's first
+   * exchanges with its client would wait behind it. A search, or a change to index, before then
+   * starts it at once.
+   */
+  readonly mainThreadWarmUpAfterMs?: number
 }
 
 /** What a search thread that has not started reports: nothing indexed, no model loaded. */
@@ -459,6 +466,8 @@ export const makeIndexer = (config: IndexerConfig) =>
 
     /** Loads what was persisted, then reconciles every store that moved on without us. */
     const warmUp = Effect.gen(function* () {
+      if (config.mainThreadWarmUpAfterMs !== undefined && placement === "main")
+        yield* Effect.sleep(Duration.millis(config.mainThreadWarmUpAfterMs))
       if (persistedIndexExists()) ensureThread()
       // A thread that stopped while loading is replaced; every store is then reconciled anyway.
       const persistedSeqs = loaded === undefined ? {} : yield* ask(() => loaded!.catch(() => ({})))

@@ -70,7 +70,15 @@ import {
 import { SearchIndexer } from "../search/Indexer.ts"
 import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
 import { StoreError } from "../stores/StoreError.ts"
-import { inputSchemaOf, makeTool, storeToolError, type Tool, ToolError, type ToolOutput } from "./Tool.ts"
+import {
+  inputSchemaOf,
+  makeTool,
+  storeToolError,
+  type Tool,
+  ToolError,
+  type ToolOutput,
+  withInputSchema,
+} from "./Tool.ts"
 
 /** Maps store and domain failures to the seed's error codes. */
 export const toConversationToolError = (error: ConversationFailure | StoreError): ToolError => {
@@ -124,21 +132,23 @@ const conversationTool = <Args>(
   run: Tool<Args, Router | SearchIndexer>["run"],
 ): Tool<Args, Router | SearchIndexer> =>
   makeTool({
-    definition: {
-      name: definition.name,
-      title: definition.title,
-      description: definition.description,
-      // An empty Struct's generated schema is "anything but null"; MCP wants an object schema.
-      inputSchema:
-        Object.keys((args as { fields?: object }).fields ?? {}).length === 0 ? emptyObjectSchema : inputSchemaOf(args),
-      annotations: {
+    definition: withInputSchema(
+      {
+        name: definition.name,
         title: definition.title,
-        readOnlyHint: definition.readOnly,
-        destructiveHint: definition.destructive ?? false,
-        idempotentHint: definition.readOnly,
-        openWorldHint: false,
+        description: definition.description,
+        annotations: {
+          title: definition.title,
+          readOnlyHint: definition.readOnly,
+          destructiveHint: definition.destructive ?? false,
+          idempotentHint: definition.readOnly,
+          openWorldHint: false,
+        },
       },
-    },
+      // An empty Struct's generated schema is "anything but null"; MCP wants an object schema.
+      () =>
+        Object.keys((args as { fields?: object }).fields ?? {}).length === 0 ? emptyObjectSchema : inputSchemaOf(args),
+    ),
     toolset: "conversations",
     errorFormat: "envelope",
     args,

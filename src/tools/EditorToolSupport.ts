@@ -5,7 +5,7 @@
 import { isAbsolute, resolve } from "node:path"
 import { Schema } from "effect"
 import { isMaxUtf8Bytes } from "../graph/Model.ts"
-import { inputSchemaOf, makeTool, type Tool, type ToolCaller } from "./Tool.ts"
+import { inputSchemaOf, makeTool, type Tool, type ToolCaller, withInputSchema } from "./Tool.ts"
 
 /** Longest path argument. */
 export const pathBytesMax = 4 * 1024
@@ -30,18 +30,20 @@ export const editorTool = <Args>(
   run: Tool<Args, never>["run"],
 ): Tool<Args, never> =>
   makeTool({
-    definition: {
-      name: definition.name,
-      title: definition.title,
-      description: definition.description,
-      inputSchema: objectSchemaOf(args),
-      annotations: {
-        readOnlyHint: definition.readOnly,
-        destructiveHint: false,
-        idempotentHint: definition.readOnly,
-        openWorldHint: definition.openWorld ?? false,
+    definition: withInputSchema(
+      {
+        name: definition.name,
+        title: definition.title,
+        description: definition.description,
+        annotations: {
+          readOnlyHint: definition.readOnly,
+          destructiveHint: false,
+          idempotentHint: definition.readOnly,
+          openWorldHint: definition.openWorld ?? false,
+        },
       },
-    },
+      () => objectSchemaOf(args),
+    ),
     toolset: "editor",
     errorFormat: "envelope",
     args,

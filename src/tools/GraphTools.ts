@@ -34,6 +34,7 @@ import {
   type ToolCaller,
   ToolError,
   type ToolOutput,
+  withInputSchema,
 } from "./Tool.ts"
 
 const items = <S extends Schema.Top>(schema: S) => Schema.Array(schema).check(Schema.isMaxLength(batchItemsMax))
@@ -190,18 +191,20 @@ const extended = <Args>(
   run: Tool<Args, Router | GraphSearch>["run"],
 ): Tool<Args, Router | GraphSearch> =>
   makeTool({
-    definition: {
-      name: definition.name,
-      title: definition.title,
-      description: definition.description,
-      inputSchema: inputSchemaOf(args),
-      annotations: {
-        readOnlyHint: definition.readOnly,
-        destructiveHint: definition.destructive ?? false,
-        idempotentHint: definition.readOnly,
-        openWorldHint: false,
+    definition: withInputSchema(
+      {
+        name: definition.name,
+        title: definition.title,
+        description: definition.description,
+        annotations: {
+          readOnlyHint: definition.readOnly,
+          destructiveHint: definition.destructive ?? false,
+          idempotentHint: definition.readOnly,
+          openWorldHint: false,
+        },
       },
-    },
+      () => inputSchemaOf(args),
+    ),
     toolset: "graph",
     errorFormat: "envelope",
     args,

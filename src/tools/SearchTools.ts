@@ -24,7 +24,15 @@ import {
   searchModes,
   shownTypeOf,
 } from "../search/ranking/Ranking.ts"
-import { inputSchemaOf, makeTool, type Tool, type ToolCaller, ToolError, type ToolOutput } from "./Tool.ts"
+import {
+  inputSchemaOf,
+  makeTool,
+  type Tool,
+  type ToolCaller,
+  ToolError,
+  type ToolOutput,
+  withInputSchema,
+} from "./Tool.ts"
 
 /** Max UTF-8 bytes of a search query. */
 export const searchQueryBytesMax = 4 * 1024
@@ -388,11 +396,13 @@ const tool = <Args>(
   run: (args: Args, caller: ToolCaller) => Effect.Effect<ToolOutput, ToolError, SearchIndexer | Router>,
 ): Tool<Args, SearchIndexer | Router> =>
   makeTool({
-    definition: {
-      ...definition,
-      inputSchema: inputSchemaOf(args),
-      annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-    },
+    definition: withInputSchema(
+      {
+        ...definition,
+        annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+      },
+      () => inputSchemaOf(args),
+    ),
     toolset: "search",
     errorFormat: "envelope",
     args,

@@ -119,6 +119,22 @@ export const inputSchemaOf = (schema: Schema.Top): JsonObject => {
   return { $schema: "https://json-schema.org/draft/2020-12/schema", ...objectSchema }
 }
 
+/**
+ * `definition` with an `inputSchema` that `generate` makes when it is first read (by the first
+ * `tools/list`), not when the tool's module loads: generating every tool's JSON Schema was about
+ * 17 ms of each start before its first answer (docs/benchmarks.md, footprint).
+ */
+export const withInputSchema = <D extends Omit<ToolDefinition, "inputSchema">>(
+  definition: D,
+  generate: () => JsonObject,
+): D & ToolDefinition => {
+  let generated: JsonObject | undefined
+  return Object.defineProperty({ ...definition }, "inputSchema", {
+    enumerable: true,
+    get: () => (generated ??= generate()),
+  }) as D & ToolDefinition
+}
+
 /** What tool handlers may use. */
 export type SessionServices = Router | GraphSearch | EventBus | AuditLedger | SearchIndexer
 

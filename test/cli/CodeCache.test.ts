@@ -11,14 +11,20 @@ import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 import { afterAll, assert, describe, it } from "vitest"
+import { asModuleFunction } from "../../scripts/moduleFunction.mjs"
 import { repoRoot } from "../support/mcpClient.ts"
 import { removeTempDirs, tempDir } from "./support.ts"
 
 afterAll(removeTempDirs)
 
-/** A CommonJS file that exports `{ answer }` from a function, so the cache holds more than its top level. */
+/**
+ * A module function (as the build makes the bundle) that exports `{ answer }` from a function, so
+ * the cache holds more than its top level.
+ */
 const program = (answer: string) =>
-  `"use strict"\nconst answerOf = (text) => text.toUpperCase()\nmodule.exports = { answer: answerOf(${JSON.stringify(answer)}), dir: __dirname }\n`
+  asModuleFunction(
+    `"use strict"\nconst answerOf = (text) => text.toUpperCase()\nmodule.exports = { answer: answerOf(${JSON.stringify(answer)}), dir: __dirname }\n`,
+  )
 
 const setUp = (answer: string) => {
   const dir = tempDir("mnemos-code-cache-")
@@ -123,5 +129,17 @@ describe("running the bundle with a code cache", () => {
     assert.deepStrictEqual(run.exports, { answer: "FIRST", dir: join(file, "..") })
     assert.strictEqual(run.offered, 0)
     assert.isTrue(run.rejected)
+  })
+
+  it("a module function runs as the module when Node's own loader loads it (a run with source maps)", () => {
+    const { dir, file } = setUp("first")
+    const output = execFileSync(
+      process.execPath,
+      ["-e", `console.log(JSON.stringify(require(${JSON.stringify(file)})))`],
+      {
+        encoding: "utf8",
+      },
+    )
+    assert.deepStrictEqual(JSON.parse(output), { answer: "FIRST", dir })
   })
 })

@@ -1,0 +1,2 @@
+/** `source` (CommonJS) as a module function expression (moduleFunction.mjs). */
+export declare const asModuleFunction: (source: string) => string
