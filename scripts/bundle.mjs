@@ -16,12 +16,13 @@
 // external and load from node_modules as before (by require(): each has a CommonJS entry).
 import { chmodSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { readFile } from "node:fs/promises"
+import { resolve as resolvePath } from "node:path"
 import { build } from "esbuild"
 import { asModuleFunction } from "./moduleFunction.mjs"
 
 /**
- * The packages bundled (with what they import); every other dependency stays external. ws and
- * ulid are plain JavaScript (ws's optional native helpers, bufferutil and utf-8-validate, stay
+ * The packages bundled (with what they import); every other dependency stays external. ws,
+ * ulid and crc-32 are plain JavaScript (ws's optional native helpers, bufferutil and utf-8-validate, stay
  * outside): bundled, their code is in the code cache instead of compiled by every process that
  * loads them (~20 and ~10 ms).
  *
@@ -31,11 +32,52 @@ import { asModuleFunction } from "./moduleFunction.mjs"
  * with iconv-lite's code tables, for the legacy SSE transport. Bundled they were 0.8 MiB of the
  * CLI's 4.3, which every start read, hashed and handed to V8 for nothing.
  */
-const bundled = new Set(["effect", "@effect/platform-node", "@modelcontextprotocol/sdk", "ws", "ulid"])
+const bundled = new Set(["effect", "@effect/platform-node", "@modelcontextprotocol/sdk", "ws", "ulid", "crc-32"])
 const { dependencies } = JSON.parse(readFileSync("package.json", "utf8"))
-const external = [...Object.keys(dependencies).filter((name) => !bundled.has(name)), "utf-8-validate"].flatMap(
-  (name) => [name, `${name}/*`],
-)
+const externalBut = (inside) =>
+  [
+    ...Object.keys(dependencies).filter((name) => !bundled.has(name) && !inside.includes(name)),
+    "utf-8-validate",
+  ].flatMap((name) => [name, `${name}/*`])
+const external = externalBut([])
+
+/**
+ * lmdb-js in the CLI's bundle: its JavaScript (one CommonJS file, with msgpackr, ordered-binary and
+ * weak-lru-cache) was compiled from source by every process, and msgpackr loaded its native string
+ * extractor (msgpackr-extract, a second addon found by a second search of node_modules) that mnemos
+ * never needs: its values are JSON or bytes, msgpack only LMDB's counters. Loading lmdb-js took 34 ms
+ * of a process alone, and 17 bundled (docs/benchmarks.md, footprint). Its addon is still found by
+ * lmdb-js's own search (node-gyp-build-optional-packages), from its directory in node_modules: the
+ * module's own URL, which lmdb-js computes from `__filename` in three places, is made the installed
+ * lmdb's (the search thread's worker loads lmdb-js from node_modules, and both must load the same
+ * addon). If lmdb-js's code changes so that the three are not found, the build says so and leaves
+ * lmdb-js outside the bundle, as before.
+ */
+const lmdbModuleUrl =
+  "(typeof document === 'undefined' ? new (require('u' + 'rl').URL)('file:' + __filename).href : (document.currentScript && document.currentScript.tagName.toUpperCase() === 'SCRIPT' && document.currentScript.src || new URL('index.cjs', document.baseURI).href))"
+const lmdbIndex = "node_modules/lmdb/dist/index.cjs"
+const lmdbBundled = readFileSync(lmdbIndex, "utf8").split(lmdbModuleUrl).length - 1 === 3
+if (!lmdbBundled)
+  console.warn(`bundle: ${lmdbIndex} no longer finds its directory as expected; left outside the bundle`)
+const lmdbInside = {
+  name: "lmdb-inside",
+  setup: (build) => {
+    // Its CommonJS build (mnemos imports it, which would resolve to its ES module sources).
+    build.onResolve({ filter: /^lmdb$/ }, () => ({ path: resolvePath(lmdbIndex) }))
+    build.onLoad({ filter: /[\\/]lmdb[\\/]dist[\\/]index\.cjs$/ }, async ({ path }) => {
+      const source = await readFile(path, "utf8")
+      const installed =
+        'const __lmdbModuleUrl = require("node:url").pathToFileURL(require("node:module").createRequire(__filename).resolve("lmdb")).href;\n'
+      return { contents: installed + source.replaceAll(lmdbModuleUrl, "__lmdbModuleUrl"), loader: "js" }
+    })
+    // msgpackr goes on without it, as where the addon is not installed.
+    build.onResolve({ filter: /^msgpackr-extract$/ }, () => ({ path: "msgpackr-extract", namespace: "left-out" }))
+    build.onLoad({ filter: /.*/, namespace: "left-out" }, () => ({
+      contents: 'throw new Error("msgpackr-extract is left out of the bundle (scripts/bundle.mjs)")',
+      loader: "js",
+    }))
+  },
+}
 
 /**
  * effect's CLI builds an `Intl.Segmenter` when its module loads (about 17 ms: ICU loads its break
@@ -139,7 +181,8 @@ const cli = await build({
   entryPoints: ["src/cli.ts"],
   outfile: "dist/bundle/cli.cjs",
   format: "cjs",
-  plugins: [lazyGraphemeSegmenter, lazyAjvValidator, pubSubRings],
+  ...(lmdbBundled ? { external: externalBut(["lmdb"]) } : {}),
+  plugins: [lazyGraphemeSegmenter, lazyAjvValidator, pubSubRings, ...(lmdbBundled ? [lmdbInside] : [])],
   // ASCII only (other characters escaped): the launcher decodes it as Latin-1 into a one-byte string,
   // several times faster than UTF-8 into a two-byte one, and V8 scans one-byte source faster.
   charset: "ascii",

@@ -32,7 +32,6 @@
  * refused as stale and it takes that batch's salt before it decides again.
  */
 import { DeliverPolicy, JetStreamApiError, StorageType } from "@nats-io/jetstream"
-import { crc32c } from "@node-rs/crc32"
 import { Deferred, Effect, Exit, Layer } from "effect"
 import { Nats } from "../shared/Nats.ts"
 import {
@@ -46,6 +45,7 @@ import {
   subjectOf,
   watchGeneration,
 } from "../shared/StoreGenerations.ts"
+import { crc32c } from "./Crc32c.ts"
 import { StoreLogs } from "./StoreLogs.ts"
 import {
   type Appended,
@@ -117,7 +117,7 @@ const apiCode = (error: unknown): number | undefined => (error instanceof JetStr
 
 /** A salt proposed for an empty stream: from its name, creation time and this daemon's run, never 0. */
 const proposedSalt = (name: string, created: string, runId: string): number =>
-  crc32c(Buffer.from(`${name}\u0000${created}\u0000${runId}`)) >>> 0 || 1
+  crc32c(Buffer.from(`${name}\u0000${created}\u0000${runId}`)) || 1
 
 /** Opens (and, the first time, creates) the stream of `options.store`, catching up from the checkpoint. */
 export const openJetStreamWal = (options: JetStreamWalOptions): Effect.Effect<OpenedWal, WalError> =>

@@ -14,7 +14,7 @@
  * `flags & batchStartFlag` marks the first: recovery tells a torn last batch (damage followed only
  * by records of the same batch) from corruption (damage followed by the start of a later batch).
  */
-import { crc32c } from "@node-rs/crc32"
+import { crc32c } from "./Crc32c.ts"
 
 export const segmentMagic = "MNWAL001"
 export const segmentHeaderBytes = 32
@@ -38,9 +38,6 @@ export interface WalRecord {
   readonly origin?: string
 }
 
-const checksum = (bytes: Uint8Array): number =>
-  crc32c(Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
-
 /** File name of the segment whose first record has `firstSeq`; names sort in sequence order. */
 export const segmentFileName = (firstSeq: number): string => `wal-${String(firstSeq).padStart(20, "0")}.log`
 
@@ -56,7 +53,7 @@ export const encodeSegmentHeader = (salt: number, firstSeq: number): Uint8Array 
   bytes.write(segmentMagic, 0, "latin1")
   bytes.writeUInt32LE(salt >>> 0, 8)
   bytes.writeBigUInt64LE(BigInt(firstSeq), 12)
-  bytes.writeUInt32LE(checksum(bytes.subarray(0, 20)), 20)
+  bytes.writeUInt32LE(crc32c(bytes.subarray(0, 20)), 20)
   return bytes
 }
 
@@ -67,7 +64,7 @@ export const decodeSegmentHeader = (
   if (bytes.length < segmentHeaderBytes) return undefined
   const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, segmentHeaderBytes)
   if (buffer.toString("latin1", 0, 8) !== segmentMagic) return undefined
-  if (buffer.readUInt32LE(20) !== checksum(buffer.subarray(0, 20))) return undefined
+  if (buffer.readUInt32LE(20) !== crc32c(buffer.subarray(0, 20))) return undefined
   return { salt: buffer.readUInt32LE(8), firstSeq: Number(buffer.readBigUInt64LE(12)) }
 }
 
@@ -106,7 +103,7 @@ export const encodeRecordInto = (
   out.writeUInt8(record.type, offset + 20)
   out.writeUInt8(record.flags, offset + 21)
   out.writeUInt16LE(0, offset + 22)
-  out.writeUInt32LE(checksum(out.subarray(offset + 8, end)), offset + 4)
+  out.writeUInt32LE(crc32c(out.subarray(offset + 8, end)), offset + 4)
   return end
 }
 
@@ -150,7 +147,7 @@ export const readRecordAt = (bytes: Buffer, offset: number): RecordRead => {
   if (length > recordPayloadBytesMax) return { _tag: "Bad", why: `payload length ${length} exceeds the maximum` }
   const end = offset + recordHeaderBytes + length
   if (end > bytes.length) return { _tag: "Short" }
-  if (bytes.readUInt32LE(offset + 4) !== checksum(bytes.subarray(offset + 8, end))) {
+  if (bytes.readUInt32LE(offset + 4) !== crc32c(bytes.subarray(offset + 8, end))) {
     return { _tag: "Bad", why: "checksum mismatch" }
   }
   return {
