@@ -5,6 +5,7 @@
  */
 import { assert, describe, it } from "vitest"
 import { catalogue } from "../../src/tools/Catalogue.ts"
+import { officialToolNames } from "../../src/tools/officialToolDefinitions.ts"
 import { withInputSchema } from "../../src/tools/Tool.ts"
 
 describe("tools' input schemas", () => {
@@ -30,17 +31,7 @@ describe("tools' input schemas", () => {
       (tool) => Object.getOwnPropertyDescriptor(tool.definition, "inputSchema")?.get !== undefined,
     )
     const fixed = catalogue.filter((tool) => !lazy.includes(tool)).map((tool) => tool.definition.name)
-    assert.deepStrictEqual(fixed, [
-      "create_entities",
-      "create_relations",
-      "add_observations",
-      "delete_entities",
-      "delete_observations",
-      "delete_relations",
-      "read_graph",
-      "search_nodes",
-      "open_nodes",
-    ])
+    assert.deepStrictEqual(fixed, [...officialToolNames])
     for (const tool of lazy) assert.strictEqual(tool.definition.inputSchema.type, "object", tool.definition.name)
   })
 })
