@@ -76,8 +76,8 @@ const toolsOf = (flag: Option.Option<string>) => {
 
 /**
  * How long after its start a daemon with a small search index (on its main thread) loads it: after
- * a client's first exchanges (initialize, the lists, usually a first call), which came 40 ms later
- * on Node 22 at 1,000 entities when the load went first (docs/benchmarks.md, footprint).
+ * a client's first exchanges (initialize, the lists, usually a first call), whose answers waited 40
+ * ms behind the load on Node 22 at 1,000 entities (docs/benchmarks.md, footprint).
  */
 export const searchWarmUpAfterMs = 250
 

@@ -26,9 +26,10 @@
  * Startup answers at once (cold) and warms in the background (a small index a moment later:
  * `mainThreadWarmUpAfterMs`): the thread loads the persisted documents and vectors, then, for each
  * store whose last sequence differs from what was persisted (or after a dropped event or a
- * source's "resync"), this side reconciles with a scan of the store. Handling is state-based (a group's documents are re-read from the store's view), so
- * events and scans may interleave in any order; a scan result never overwrites a group an event
- * refreshed after the scan began (`touchedSince`). Health reports cold/warming/warm and the lag.
+ * source's "resync"), this side reconciles with a scan of the store. Handling is state-based (a
+ * group's documents are re-read from the store's view), so events and scans may interleave in any
+ * order; a scan result never overwrites a group an event refreshed after the scan began
+ * (`touchedSince`). Health reports cold/warming/warm and the lag.
  */
 import { existsSync } from "node:fs"
 import { join } from "node:path"

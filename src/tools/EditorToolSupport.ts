@@ -17,12 +17,6 @@ export const lineNumber = (description: string) =>
 export const pathArg = (description: string) =>
   Schema.String.annotate({ description }).check(Schema.isMinLength(1), isMaxUtf8Bytes(pathBytesMax))
 
-/** MCP wants an object schema; an empty Struct's generated schema is just "not null". */
-const objectSchemaOf = (args: Schema.Top) => {
-  const schema = inputSchemaOf(args)
-  return schema.type === "object" ? schema : { $schema: schema.$schema, type: "object", properties: {} }
-}
-
 /** Makes a tool of the `editor` toolset (errors in the JSON envelope). */
 export const editorTool = <Args>(
   definition: { name: string; title: string; description: string; readOnly: boolean; openWorld?: boolean },
@@ -42,7 +36,7 @@ export const editorTool = <Args>(
           openWorldHint: definition.openWorld ?? false,
         },
       },
-      () => objectSchemaOf(args),
+      () => inputSchemaOf(args),
     ),
     toolset: "editor",
     errorFormat: "envelope",
