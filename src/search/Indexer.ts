@@ -518,9 +518,25 @@ export const makeIndexer = (config: IndexerConfig) =>
     /** Drains under the lock, then sends `question`: it reaches the thread after every change before it. */
     const afterDrainAsk = <A>(question: () => Promise<A>) =>
       Effect.flatMap(locked(Effect.andThen(drain, Effect.sync(question))), (answer) => Effect.promise(() => answer))
-    /** Asks the thread after draining, starting it if need be. */
+    /** The load of what was persisted that has ended (`loaded`'s), if any. */
+    let loadEnded: Promise<unknown> | undefined
+    /**
+     * Asks the thread after draining, starting it if need be. An index on this thread is asked once
+     * its load of what was persisted has ended (a small index: well under a second), so that a
+     * question in a daemon's first moments, before its warm-up (`mainThreadWarmUpAfterMs`), finds
+     * what was persisted; a worker answers between the slices of its load (seconds at 100,000
+     * records).
+     */
     const afterDrain = <A>(question: (thread: SearchThread) => Promise<A>) =>
-      afterDrainAsk(() => question(ensureThread()))
+      afterDrainAsk(() => {
+        const current = ensureThread()
+        const loading = loaded
+        if (placement !== "main" || loading === undefined || loading === loadEnded) return question(current)
+        const ended = () => {
+          loadEnded = loading
+        }
+        return loading.then(ended, ended).then(() => question(current))
+      })
     /** Like `afterDrain`, but without a thread answers `idle` (nothing is indexed). */
     const afterDrainOr = <A>(idle: A, question: (thread: SearchThread) => Promise<A>) =>
       afterDrainAsk(() => (thread === undefined ? Promise.resolve(idle) : question(thread)))

@@ -11,6 +11,7 @@ import type * as Engine from "../../src/Engine.ts"
 import { type GraphCommand, graphStore } from "../../src/graph/GraphStore.ts"
 import { graphSearchSource } from "../../src/search/GraphDocuments.ts"
 import { openSearchThread } from "../../src/search/thread/SearchThread.ts"
+import { openEngineClient } from "../support/engineClient.ts"
 import { openSearchEngine, removeTempDirs, type SearchEngine, tempDir } from "./harness.ts"
 
 afterAll(removeTempDirs)
@@ -105,5 +106,27 @@ describe("where the search index runs", () => {
     assert.deepStrictEqual(small.started, [false], "6 persisted documents, within a limit of 6: the main thread")
     await assertEveryDocument(small.engine, ["Alpha", "Bravo", "Charlie"])
     await small.engine.close()
+  })
+
+  it("a search before a small index's warm-up (as `serve` delays it) finds what was persisted", async () => {
+    const dir = tempDir()
+    const first = await openPlaced(dir, 100)
+    await create(first.engine, ["Alpha", "Bravo"])
+    await assertEveryDocument(first.engine, ["Alpha", "Bravo"])
+    await first.engine.close()
+
+    const engine = await openEngineClient(dir, {
+      clientName: "search-test",
+      clientVersion: "0",
+      stores: [graphStore],
+      search: { mainThreadDocumentsMax: 100, mainThreadWarmUpAfterMs: 60_000 },
+    })
+    try {
+      const reply = await engine.ok("omni_search", { query: "Alpha", project: "p", mode: "lexical", limit: 50 })
+      const titles = (reply.structured.results as Array<{ title: string }>).map((hit) => hit.title)
+      assert.include(titles, "Alpha")
+    } finally {
+      await engine.close()
+    }
   })
 })
