@@ -112,6 +112,8 @@ export const benchmarkSearchNodes = (options: SearchNodesBenchOptions = {}): Sea
   const index = new SubstringIndex<number>()
   const buildStart = performance.now()
   for (const [id, texts] of documents.entries()) index.upsert(id, texts)
+  // As the daemon builds a project's model from its store (GraphReadModel.ts).
+  index.compact()
   const buildMs = performance.now() - buildStart
 
   // The mix an agent plausibly sends: mostly names and topical words, a few phrases, misses,

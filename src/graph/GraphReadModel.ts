@@ -68,6 +68,7 @@ export class ProjectReadModel {
       const relation = view.get(value as string) as GraphRelationRecord | undefined
       if (relation !== undefined) model.putRelation(value as string, relation)
     }
+    model.index.compact()
     return model
   }
 

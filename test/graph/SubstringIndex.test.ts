@@ -91,6 +91,7 @@ type Operation =
   | { readonly kind: "upsert"; readonly key: number; readonly texts: ReadonlyArray<string> }
   | { readonly kind: "remove"; readonly key: number }
   | { readonly kind: "search"; readonly query: string }
+  | { readonly kind: "compact" }
 
 const operation: fc.Arbitrary<Operation> = fc.oneof(
   {
@@ -99,6 +100,7 @@ const operation: fc.Arbitrary<Operation> = fc.oneof(
   },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("remove" as const), key: fc.nat({ max: 12 }) }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant("search" as const), query: trickyText }) },
+  { weight: 1, arbitrary: fc.constant({ kind: "compact" as const }) },
 )
 
 describe("SubstringIndex", () => {
@@ -127,7 +129,7 @@ describe("SubstringIndex", () => {
     )
   })
 
-  it("stays equal to the linear scan through random upserts, removals, rebuilds and mark wraps", () => {
+  it("stays equal to the linear scan through random upserts, removals, compactions, rebuilds and mark wraps", () => {
     fc.assert(
       fc.property(
         fc.array(operation, { maxLength: 60 }),
@@ -153,6 +155,8 @@ describe("SubstringIndex", () => {
               model.set(step.key, step.texts)
             } else if (step.kind === "remove") {
               expect(index.remove(step.key)).toBe(model.delete(step.key))
+            } else if (step.kind === "compact") {
+              index.compact()
             } else {
               expect(index.search(step.query)).toEqual(linearSearch(model, step.query))
             }
@@ -247,6 +251,38 @@ describe("SubstringIndex", () => {
     expect(stats.slots).toBeLessThan(20)
     expect(index.search("shared")).toEqual([15, 16, 17, 18, 19])
     expect(index.search("entity 1")).toEqual([15, 16, 17, 18, 19])
+  })
+
+  it("compacted after a bulk build, answers the same from less memory, and keeps answering through later changes", () => {
+    // 6,000 documents: lists longer than a block (every document has "e"), a pool of many pages.
+    const texts = (key: number) => [`entity-${key}`, `observation ${key % 97} of the ${key % 13}th kind`]
+    const index = new SubstringIndex<number>()
+    const model = new Map<number, ReadonlyArray<string>>()
+    for (let key = 0; key < 6000; key++) {
+      index.upsert(key, texts(key))
+      model.set(key, texts(key))
+    }
+    const queries = ["e", "ent", "entity-59", "of the 7th", "observation 96", "kind", "zz", "TY-1"]
+    const before = queries.map((query) => index.search(query))
+    const grown = index.stats().poolBytes
+    index.compact()
+    expect(index.stats().poolBytes).toBeLessThan(grown * 0.8)
+    expect(queries.map((query) => index.search(query))).toEqual(before)
+    for (let key = 0; key < 6000; key += 7) {
+      if (key % 2 === 0) {
+        index.remove(key)
+        model.delete(key)
+      } else {
+        index.upsert(key, [`renamed ${key}`, "entity"])
+        model.set(key, [`renamed ${key}`, "entity"])
+      }
+    }
+    for (let key = 6000; key < 6500; key++) {
+      index.upsert(key, texts(key))
+      model.set(key, texts(key))
+    }
+    for (const query of [...queries, "renamed 1", "entity"])
+      expect(index.search(query)).toEqual(linearSearch(model, query))
   })
 
   it("agrees with a linear scan on a benchmark-style corpus, where intersection and word proofs kick in", () => {
