@@ -521,22 +521,37 @@ export const makeIndexer = (config: IndexerConfig) =>
     /** The load of what was persisted that has ended (`loaded`'s), if any. */
     let loadEnded: Promise<unknown> | undefined
     /**
-     * Asks the thread after draining, starting it if need be. An index on this thread is asked once
-     * its load of what was persisted has ended (a small index: well under a second), so that a
-     * question in a daemon's first moments, before its warm-up (`mainThreadWarmUpAfterMs`), finds
-     * what was persisted; a worker answers between the slices of its load (seconds at 100,000
-     * records).
+     * Starts the thread if need be and, for an index on this thread, waits until its load of what
+     * was persisted has ended (a small index: well under a second), so that a question in a
+     * daemon's first moments, before its warm-up (`mainThreadWarmUpAfterMs`), finds what was
+     * persisted. A worker answers between the slices of its load (seconds at 100,000 records). The
+     * wait is outside the lock: the question itself is still sent under it, in order with changes.
      */
+    const untilLoaded = Effect.suspend(() => {
+      if (thread !== undefined && (placement !== "main" || loaded === undefined || loaded === loadEnded))
+        return Effect.void
+      return Effect.flatMap(
+        locked(
+          Effect.sync(() => {
+            ensureThread()
+            return placement === "main" ? loaded : undefined
+          }),
+        ),
+        (loading) => {
+          if (loading === undefined) return Effect.void
+          const ended = () => {
+            loadEnded = loading
+          }
+          return Effect.promise(() => loading.then(ended, ended))
+        },
+      )
+    })
+    /** Asks the thread after draining, starting it if need be (see `untilLoaded`). */
     const afterDrain = <A>(question: (thread: SearchThread) => Promise<A>) =>
-      afterDrainAsk(() => {
-        const current = ensureThread()
-        const loading = loaded
-        if (placement !== "main" || loading === undefined || loading === loadEnded) return question(current)
-        const ended = () => {
-          loadEnded = loading
-        }
-        return loading.then(ended, ended).then(() => question(current))
-      })
+      Effect.andThen(
+        untilLoaded,
+        afterDrainAsk(() => question(ensureThread())),
+      )
     /** Like `afterDrain`, but without a thread answers `idle` (nothing is indexed). */
     const afterDrainOr = <A>(idle: A, question: (thread: SearchThread) => Promise<A>) =>
       afterDrainAsk(() => (thread === undefined ? Promise.resolve(idle) : question(thread)))
