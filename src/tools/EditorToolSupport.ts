@@ -5,7 +5,7 @@
 import { isAbsolute, resolve } from "node:path"
 import { Schema } from "effect"
 import { isMaxUtf8Bytes } from "../graph/Model.ts"
-import { inputSchemaOf, makeTool, type Tool, type ToolCaller, withInputSchema } from "./Tool.ts"
+import { describedDefinition, makeTool, type Tool, type ToolCaller, type ToolDescription } from "./Tool.ts"
 
 /** Longest path argument. */
 export const pathBytesMax = 4 * 1024
@@ -19,30 +19,11 @@ export const pathArg = (description: string) =>
 
 /** Makes a tool of the `editor` toolset (errors in the JSON envelope). */
 export const editorTool = <Args>(
-  definition: { name: string; title: string; description: string; readOnly: boolean; openWorld?: boolean },
+  definition: ToolDescription,
   args: Schema.Codec<Args, unknown> & Schema.Top,
   run: Tool<Args, never>["run"],
 ): Tool<Args, never> =>
-  makeTool({
-    definition: withInputSchema(
-      {
-        name: definition.name,
-        title: definition.title,
-        description: definition.description,
-        annotations: {
-          readOnlyHint: definition.readOnly,
-          destructiveHint: false,
-          idempotentHint: definition.readOnly,
-          openWorldHint: definition.openWorld ?? false,
-        },
-      },
-      () => inputSchemaOf(args),
-    ),
-    toolset: "editor",
-    errorFormat: "envelope",
-    args,
-    run,
-  })
+  makeTool({ definition: describedDefinition(definition, args), toolset: "editor", errorFormat: "envelope", args, run })
 
 /** A path as the caller meant it: absolute, or relative to the caller's root directory. */
 export const resolvePath = (path: string, caller: ToolCaller): string | undefined =>

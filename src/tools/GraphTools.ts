@@ -27,14 +27,14 @@ import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
 import { StoreError } from "../stores/StoreError.ts"
 import { type OfficialToolName, officialDeletionMessages, officialToolDefinition } from "./officialToolDefinitions.ts"
 import {
-  inputSchemaOf,
+  describedDefinition,
   makeTool,
   storeToolError,
   type Tool,
   type ToolCaller,
+  type ToolDescription,
   ToolError,
   type ToolOutput,
-  withInputSchema,
 } from "./Tool.ts"
 
 const items = <S extends Schema.Top>(schema: S) => Schema.Array(schema).check(Schema.isMaxLength(batchItemsMax))
@@ -186,30 +186,11 @@ const DetailsArgs = Schema.Struct({
 })
 
 const extended = <Args>(
-  definition: { name: string; title: string; description: string; readOnly: boolean; destructive?: boolean },
+  definition: ToolDescription,
   args: Schema.Codec<Args, unknown> & Schema.Top,
   run: Tool<Args, Router | GraphSearch>["run"],
 ): Tool<Args, Router | GraphSearch> =>
-  makeTool({
-    definition: withInputSchema(
-      {
-        name: definition.name,
-        title: definition.title,
-        description: definition.description,
-        annotations: {
-          readOnlyHint: definition.readOnly,
-          destructiveHint: definition.destructive ?? false,
-          idempotentHint: definition.readOnly,
-          openWorldHint: false,
-        },
-      },
-      () => inputSchemaOf(args),
-    ),
-    toolset: "graph",
-    errorFormat: "envelope",
-    args,
-    run,
-  })
+  makeTool({ definition: describedDefinition(definition, args), toolset: "graph", errorFormat: "envelope", args, run })
 
 const extendedTools = [
   extended(

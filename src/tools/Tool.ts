@@ -135,6 +135,35 @@ export const withInputSchema = <D extends Omit<ToolDefinition, "inputSchema">>(
   }) as D & ToolDefinition
 }
 
+/** What a tool says of itself beside its arguments: its name, its texts, and what it does to data. */
+export interface ToolDescription {
+  readonly name: string
+  readonly title: string
+  readonly description: string
+  /** Only reads (and so is idempotent). */
+  readonly readOnly: boolean
+  readonly destructive?: boolean
+  /** Reaches outside the memory (an editor, the file system). */
+  readonly openWorld?: boolean
+}
+
+/** A tool's definition from its description, with its hints; its input schema generated from `args` at the first read. */
+export const describedDefinition = (description: ToolDescription, args: Schema.Top): ToolDefinition =>
+  withInputSchema(
+    {
+      name: description.name,
+      title: description.title,
+      description: description.description,
+      annotations: {
+        readOnlyHint: description.readOnly,
+        destructiveHint: description.destructive ?? false,
+        idempotentHint: description.readOnly,
+        openWorldHint: description.openWorld ?? false,
+      },
+    },
+    () => inputSchemaOf(args),
+  )
+
 /** What tool handlers may use. */
 export type SessionServices = Router | GraphSearch | EventBus | AuditLedger | SearchIndexer
 
