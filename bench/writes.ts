@@ -17,13 +17,15 @@
  * `MNEMOS_BENCH_BASELINE_CLI=/path/to/other/dist/cli.js` measures another build beside this one
  * in the same run (baseline first, then this build, for each measurement), e.g. the code before a
  * change; its `node_modules` must resolve from its own folder, and it must sit in a package's
- * `dist/` (built in a checkout of its own): the CLI finds its default model in `<package>/dist/models`
- * and, without it, runs without embeddings, which measures a lighter write than users run.
+ * `dist/` (built in a checkout of its own): the CLI finds its default model in the `dist/models` of
+ * the nearest folder above it holding a package.json and, without it, runs without embeddings,
+ * which measures a lighter write than users run.
  */
 import { existsSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { packagedModelDirAbove } from "../src/search/embedding/Embedder.ts"
 import {
   cleanup,
   type NetworkTransport,
@@ -150,7 +152,7 @@ export const suite: BenchSuite = {
     ]
     for (const build of builds) {
       if (!existsSync(build.cli)) throw new Error(`${build.cli} is missing: run npm run build first`)
-      const models = join(dirname(dirname(build.cli)), "dist", "models")
+      const models = packagedModelDirAbove(dirname(build.cli))
       if (!existsSync(models))
         throw new Error(`${build.cli} has no ${models}: build it in a checkout of its own (see this file's header)`)
     }

@@ -181,7 +181,7 @@ const cli = await build({
   entryPoints: ["src/cli.ts"],
   outfile: "dist/bundle/cli.cjs",
   format: "cjs",
-  ...(lmdbBundled ? { external: externalBut(["lmdb"]) } : {}),
+  external: externalBut(lmdbBundled ? ["lmdb"] : []),
   plugins: [lazyGraphemeSegmenter, lazyAjvValidator, pubSubRings, ...(lmdbBundled ? [lmdbInside] : [])],
   // ASCII only (other characters escaped): the launcher decodes it as Latin-1 into a one-byte string,
   // several times faster than UTF-8 into a two-byte one, and V8 scans one-byte source faster.

@@ -24,15 +24,7 @@ import {
   searchModes,
   shownTypeOf,
 } from "../search/ranking/Ranking.ts"
-import {
-  inputSchemaOf,
-  makeTool,
-  type Tool,
-  type ToolCaller,
-  ToolError,
-  type ToolOutput,
-  withInputSchema,
-} from "./Tool.ts"
+import { describedDefinition, makeTool, type Tool, type ToolCaller, ToolError, type ToolOutput } from "./Tool.ts"
 
 /** Max UTF-8 bytes of a search query. */
 export const searchQueryBytesMax = 4 * 1024
@@ -396,13 +388,7 @@ const tool = <Args>(
   run: (args: Args, caller: ToolCaller) => Effect.Effect<ToolOutput, ToolError, SearchIndexer | Router>,
 ): Tool<Args, SearchIndexer | Router> =>
   makeTool({
-    definition: withInputSchema(
-      {
-        ...definition,
-        annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-      },
-      () => inputSchemaOf(args),
-    ),
+    definition: describedDefinition({ ...definition, readOnly: true }, args),
     toolset: "search",
     errorFormat: "envelope",
     args,

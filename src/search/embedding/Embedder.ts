@@ -99,19 +99,22 @@ export class Embedder extends Context.Service<
 export const defaultModelName = "glove-sif-100d"
 
 /**
- * The package root: the nearest directory above this module holding a package.json — from
- * src/search/embedding/, dist/search/embedding/ and the bundle in dist/bundle/ alike.
+ * The package root of a module in `start`: the nearest directory above it holding a package.json —
+ * from src/search/embedding/, dist/search/embedding/ and the bundle in dist/bundle/ alike.
  */
-const packageRoot = (): string => {
-  const start = dirname(fileURLToPath(import.meta.url))
+const packageRootAbove = (start: string): string => {
   for (let dir = start; ; dir = dirname(dir)) {
     if (existsSync(join(dir, "package.json"))) return dir
     if (dirname(dir) === dir) return join(start, "..", "..")
   }
 }
 
-/** The prebuilt default model (from `npm run build`), when present and current. */
-export const packagedModelDir = (): string => join(packageRoot(), "dist", "models", defaultModelName)
+/** Where the prebuilt default model (from `npm run build`) of the package holding `start` is. */
+export const packagedModelDirAbove = (start: string): string =>
+  join(packageRootAbove(start), "dist", "models", defaultModelName)
+
+/** The prebuilt default model of this package, when present and current. */
+export const packagedModelDir = (): string => packagedModelDirAbove(dirname(fileURLToPath(import.meta.url)))
 
 /** Where the default model is built on first run when dist/models/ has none. */
 const cachedModelDir = (dataDir: string) => join(dataDir, "search", "models", defaultModelName)
