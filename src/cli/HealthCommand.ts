@@ -67,6 +67,12 @@ const describeStore = (store: StoreHealth): string => {
 
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`
 
+/** A thread's heap: used, committed, and its young generation (held at a fixed size: YoungGeneration.ts). */
+const heapOf = (memory: ThreadMemory) =>
+  `${mib(memory.heapUsedBytes)} used of ${mib(memory.heapTotalBytes)}` +
+  // A daemon of an earlier version does not report it.
+  (memory.youngGenerationBytes === undefined ? "" : ` (young generation ${mib(memory.youngGenerationBytes)})`)
+
 /**
  * The daemon's search index (`/api/stats` `omniSearch`) and the heaps that hold it, in one line:
  * its state, where it runs, what it holds and what it costs in memory.
@@ -81,10 +87,8 @@ const describeSearchIndex = (search: SearchHealth, mainThread: ThreadMemory | un
   ]
   if (search.pendingEmbeddings > 0) parts.push(`${search.pendingEmbeddings} waiting for the model`)
   if (search.lagEvents > 0) parts.push(`${search.lagEvents} event(s) behind`)
-  if (search.memory !== undefined && search.thread === "worker")
-    parts.push(`its heap ${mib(search.memory.heapUsedBytes)} used of ${mib(search.memory.heapTotalBytes)}`)
-  if (mainThread !== undefined)
-    parts.push(`main thread's heap ${mib(mainThread.heapUsedBytes)} used of ${mib(mainThread.heapTotalBytes)}`)
+  if (search.memory !== undefined && search.thread === "worker") parts.push(`its heap ${heapOf(search.memory)}`)
+  if (mainThread !== undefined) parts.push(`main thread's heap ${heapOf(mainThread)}`)
   return parts.join(", ")
 }
 

@@ -10,6 +10,7 @@ import { resolveActiveNvimFile } from "../editor/ActiveNvimFile.ts"
 import * as EditorServices from "../editor/EditorServices.ts"
 import { boundHeapGrowth } from "../runtime/HeapGrowth.ts"
 import { startIdleCollection } from "../runtime/IdleHeap.ts"
+import { holdYoungGeneration } from "../runtime/YoungGeneration.ts"
 import { encoderConfigOf } from "../search/embedding/EncoderLoader.ts"
 import { chosenModel, modelDirOf } from "../search/embedding/ModelFolder.ts"
 import { resolveDataDir } from "../stores/datadir/DataDir.ts"
@@ -113,8 +114,12 @@ export const serve = Effect.fn(function* ({
     search: { mainThreadWarmUpAfterMs: searchWarmUpAfterMs, ...(encoder === undefined ? {} : { model: encoder }) },
     ...(nats === undefined ? {} : { nats }),
   })
-  // Every heap of the daemon grows to at most 1.5× what its last full collection kept (HeapGrowth.ts).
-  yield* Effect.sync(boundHeapGrowth)
+  // Every heap of the daemon grows to at most 1.5× what its last full collection kept (HeapGrowth.ts),
+  // and its young generation stays at the size it has (YoungGeneration.ts).
+  yield* Effect.sync(() => {
+    boundHeapGrowth()
+    holdYoungGeneration(true)
+  })
   yield* Effect.gen(function* () {
     // The heap a quiet daemon no longer uses is given back (IdleHeap.ts).
     yield* Effect.acquireRelease(Effect.sync(startIdleCollection), (stop) => Effect.sync(stop))

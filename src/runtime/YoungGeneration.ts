@@ -1,18 +1,21 @@
 /**
- * The young generation of the daemon's heaps while the main thread holds a small memory's search
- * index (Indexer.ts). V8 doubles a heap's young generation (two semi-spaces, from 1 MiB up to
- * 16 MiB each) whenever enough of what it allocated survives, and hands the room back only when
- * its memory reducer runs, after seconds of allocating almost nothing — which a daemon's timers
- * rarely grant it. A small daemon that had loaded its index and answered a few searches kept 25–30
- * MiB more committed and resident for it than with the growth factor at 1 (docs/benchmarks.md,
- * footprint): the young generation then stays at its initial size, for somewhat more frequent
- * scavenges of a small heap.
+ * The young generation of the daemon's heaps, held at the size it has. V8 doubles a heap's young
+ * generation (two semi-spaces, from 1 MiB each up to 16 MiB on Node 20 and 22, 64 MiB on Node 24
+ * with this machine's memory) whenever enough of what it allocated survives, which a stream of
+ * writes always brings about, and hands the room back only when its memory reducer runs, after
+ * seconds of allocating almost nothing. Held, the main thread's stays at the 8 MiB it has once the
+ * daemon has loaded (32 MiB otherwise; 64 on Node 24): in the 10k graph workload the daemon's peak
+ * was 18–21 MiB lower on Node 20 and about 50 MiB lower on Node 24, at the same CPU a write
+ * (docs/benchmarks.md, "The young generation held for the daemon's life").
  *
- * V8's flags are process-wide and this one is read at each growth decision, so setting it at run
- * time takes effect from then on, on every thread's heap (on Node 20 and 22 until a worker thread
- * starts, which undoes it: every worker sets it again, `keepV8FlagsAcross` in V8Flags.ts). It is
- * set back to V8's default when the index moves to a worker thread (a large memory: loads and bulk
- * indexing, where a larger young generation saves CPU; that thread caps its own, SearchThread.ts).
+ * `serve` holds it from its start for the daemon's whole life (ServeRun.ts), wherever the search
+ * index runs. V8's flags are process-wide and this one is read at each growth decision, so setting
+ * it at run time takes effect from then on, on every thread's heap. It works only when set at run
+ * time: V8 raises the flag to at least 2 when it checks its flags' implications, which it does at
+ * start (so `--semi-space-growth-factor=1` on the command line does nothing) and, on Node 20 and
+ * 22, when a worker thread starts — every worker sets it again (`keepV8FlagsAcross` in
+ * V8Flags.ts). A worker with a capped young generation (the search thread's) starts at its cap
+ * (`startWithYoungGenerationAtCap`), since held it would otherwise keep V8's initial 2 MiB.
  */
 import { setV8Flag } from "./V8Flags.ts"
 

@@ -19,9 +19,7 @@
  * moves once, from the main thread to a worker, when it grows past the limit: under the lock, the
  * main thread's index flushes search's persistence and closes, the worker loads what was persisted
  * and only then is asked anything (an index without a data directory is rebuilt by scans instead).
- * It never moves back in the same process. While a small index is on the main thread, every heap's
- * young generation is held at its initial size (YoungGeneration.ts: V8 would grow it to 32 MiB
- * and keep it while a daemon idles).
+ * It never moves back in the same process.
  *
  * Startup answers at once (cold) and warms in the background (a small index a moment later:
  * `mainThreadWarmUpAfterMs`): the thread loads the persisted documents and vectors, then, for each
@@ -35,7 +33,6 @@ import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { Clock, Context, Duration, Effect, Fiber, Layer, PubSub, Semaphore } from "effect"
 import { Router } from "../actors/Router.ts"
-import { holdYoungGeneration } from "../runtime/YoungGeneration.ts"
 import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
 import { type CommittedEvent, EventBus, followBus, isDomainEvent } from "../stores/EventBus.ts"
 import type { EmbedderConfig, EmbedderStatus } from "./embedding/Embedder.ts"
@@ -201,12 +198,8 @@ export const makeIndexer = (config: IndexerConfig) =>
     }
     /** Changes were sent to a main-thread index since its size was last asked. */
     let sentSinceSizeCheck = false
-    if (config.thread === undefined) {
-      // Placed now, before the stores' recovery and the index's load have grown the main heap's
-      // young generation: kept small while a small index lives on this thread (YoungGeneration.ts).
-      placement = placementAtStart()
-      if (placement === "main") holdYoungGeneration(true)
-    }
+    // Chosen now when it is the indexer's to choose: the warm-up of a main-thread index waits (`mainThreadWarmUpAfterMs`).
+    if (config.thread === undefined) placement = placementAtStart()
     let loaded: Promise<Readonly<Record<string, number>>> | undefined
     let closing = false
     let threadRestarts = 0
@@ -279,7 +272,6 @@ export const makeIndexer = (config: IndexerConfig) =>
           loaded = undefined
           await current.close()
           placement = "worker"
-          holdYoungGeneration(false)
           const opened = ensureThread()
           // (`loaded` was set again by `ensureThread`.)
           await (loaded as Promise<unknown> | undefined)?.catch(() => undefined)

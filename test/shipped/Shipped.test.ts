@@ -22,6 +22,8 @@ import { afterAll, assert, beforeAll, describe, it } from "vitest"
 import { allocatorEnv } from "../../src/runtime/AllocatorEnv.ts"
 import { builtinCatalogue, defaultModelName, fileUrl } from "../../src/search/embedding/ModelCatalogue.ts"
 import { modelDirOf, pullModel } from "../../src/search/embedding/ModelFolder.ts"
+import { mainThreadDocumentsMax } from "../../src/search/Indexer.ts"
+import { searchThreadYoungGenerationMb } from "../../src/search/thread/SearchThread.ts"
 import { lacks, startNeovim, startXvfb } from "../editor/harness.ts"
 import { closedPort, startHub, tinyModel } from "../search/hubServer.ts"
 import {
@@ -425,6 +427,51 @@ describe(`the installed product on Node ${productNodeVersion}`, () => {
       /search index: (cold|warming|warm), (on the main thread|on a worker thread|not started), \d+ document\(s\), \d+ vector\(s\)/,
     )
     assert.match(health.stdout, /main thread's heap \d+\.\d MiB used of \d+\.\d MiB/)
+  })
+
+  // V8 grows a heap's young generation to 2 × 16 MiB (2 × 64 on Node 24) under a stream of writes;
+  // the daemon holds it at the size it has (YoungGeneration.ts), and starts the search thread's at
+  // its cap. Checked after the index has outgrown the main thread and moved to its worker, and
+  // after writes that would have grown both.
+  it("a daemon's heaps keep their young generations held through the index's move to its worker", async () => {
+    const writing = await startDaemon({ cli: { node: productNode, file: product.cli } })
+    const client = await connectClient("ws", writing.url)
+    try {
+      // Twice mainThreadDocumentsMax search documents (an entity and its 3 observations each).
+      const batches = (2 * mainThreadDocumentsMax) / 40
+      for (let batch = 0; batch < batches; batch++) {
+        const entities = Array.from({ length: 10 }, (_, index) => ({
+          name: `entity ${batch}-${index}`,
+          entityType: "probe",
+          observations: [0, 1, 2].map((observation) => `observation ${observation} of entity ${batch}-${index}`),
+        }))
+        const written = await call(client, "create_entities", { entities })
+        assert.isFalse(written.isError, written.text)
+      }
+      const line = await waitFor(
+        "the index on its worker, with every document",
+        async () => {
+          const health = await runProduct(["health", "--data-dir", writing.dataDir])
+          const found = health.stdout.split("\n").find((text) => text.includes("search index:")) ?? ""
+          return found.includes(`on a worker thread, ${2 * mainThreadDocumentsMax} document`) ? found : undefined
+        },
+        60_000,
+        500,
+      )
+      const young = [...line.matchAll(/\(young generation (\d+\.\d) MiB\)/g)].map((match) => Number(match[1]))
+      assert.lengthOf(young, 2, line)
+      const [searchThread, mainThread] = young as [number, number]
+      assert.isAtMost(mainThread, 16, `the main thread's young generation grew: ${line}`)
+      assert.isAtLeast(
+        searchThread,
+        searchThreadYoungGenerationMb / 2,
+        `the search thread's was held below its cap: ${line}`,
+      )
+      assert.isAtMost(searchThread, searchThreadYoungGenerationMb, line)
+    } finally {
+      await client.close()
+      await writing.stop()
+    }
   })
 
   it("answers every tool of every toolset through the stdio shim", async () => {

@@ -105,17 +105,21 @@ export interface ThreadMemory {
   readonly arrayBuffersBytes: number
   /** Used bytes per V8 heap space (old, new, code, large objects, ...). */
   readonly spaces: Readonly<Record<string, number>>
+  /** The young generation's room (V8's `new_space`, both semi-spaces), used or not. */
+  readonly youngGenerationBytes: number
 }
 
 /** The calling thread's heap, as `ThreadMemory`. */
 export const threadMemory = (): ThreadMemory => {
   const usage = process.memoryUsage()
+  const spaces = getHeapSpaceStatistics()
   return {
     heapUsedBytes: usage.heapUsed,
     heapTotalBytes: usage.heapTotal,
     externalBytes: usage.external,
     arrayBuffersBytes: usage.arrayBuffers,
-    spaces: Object.fromEntries(getHeapSpaceStatistics().map((space) => [space.space_name, space.space_used_size])),
+    spaces: Object.fromEntries(spaces.map((space) => [space.space_name, space.space_used_size])),
+    youngGenerationBytes: spaces.find((space) => space.space_name === "new_space")?.space_size ?? 0,
   }
 }
 

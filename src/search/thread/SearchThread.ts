@@ -34,7 +34,8 @@ import { startModuleWorker } from "./WorkerModule.ts"
 /**
  * The search thread's young generation, in MiB (V8's default is sized for throughput, ~16–32). A
  * small daemon keeps 10–20 MiB less resident with it, at the same CPU; at 20,000 entities neither
- * changes beyond the noise (docs/benchmarks.md, footprint).
+ * changes beyond the noise (docs/benchmarks.md, footprint). The thread starts with all of it, which
+ * the daemon's hold then keeps (YoungGeneration.ts).
  */
 export const searchThreadYoungGenerationMb = 8
 

@@ -7,17 +7,30 @@
 import { createRequire } from "node:module"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { type ResourceLimits, Worker } from "node:worker_threads"
-import { keepV8FlagsAcross } from "../../runtime/V8Flags.ts"
+import { keepV8FlagsAcross, startWithYoungGenerationAtCap } from "../../runtime/V8Flags.ts"
 
 /**
  * A worker running module `name` (no extension) of the directory of `callerUrl` (an `import.meta.url`),
- * with the V8 heap limits `resourceLimits` when given.
+ * with the V8 heap limits `resourceLimits` when given; a capped young generation starts at its cap
+ * (`startWithYoungGenerationAtCap`).
  */
 export const startModuleWorker = (
   callerUrl: string,
   name: string,
   workerData: unknown,
   resourceLimits?: ResourceLimits,
+): Worker => {
+  const youngGenerationMb = resourceLimits?.maxYoungGenerationSizeMb
+  return youngGenerationMb === undefined
+    ? startWorker(callerUrl, name, workerData, resourceLimits)
+    : startWithYoungGenerationAtCap(youngGenerationMb, () => startWorker(callerUrl, name, workerData, resourceLimits))
+}
+
+const startWorker = (
+  callerUrl: string,
+  name: string,
+  workerData: unknown,
+  resourceLimits: ResourceLimits | undefined,
 ): Worker => {
   const options = { workerData, ...(resourceLimits !== undefined ? { resourceLimits } : {}) }
   // Built code (dist/<area>/*.js, or the bundled CLI, dist/bundle/cli.cjs) starts the built worker.
