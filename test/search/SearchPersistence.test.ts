@@ -11,9 +11,11 @@ import { join } from "node:path"
 import { setTimeout as sleep } from "node:timers/promises"
 import { open } from "lmdb"
 import { afterAll, assert, describe, it } from "vitest"
+import { type CompactVector, compactVector } from "../../src/search/index/CompactVector.ts"
 import type { SearchDocument } from "../../src/search/index/SearchDocument.ts"
 import { makeMemoryPersistence } from "../../src/search/persistence/MemoryPersistence.ts"
 import { openLmdbPersistence, type SearchPersistence } from "../../src/search/persistence/SearchPersistence.ts"
+import { encodeKey } from "../../src/stores/checkpoint/KeyCodec.ts"
 
 const dirs: Array<string> = []
 afterAll(() => {
@@ -30,6 +32,18 @@ const document = (id: string, store: string, text: string): SearchDocument => ({
   at: 1,
   fields: { tag: "x" },
 })
+
+/**
+ * A stored vector is the one put, in the compact form the index holds (CompactVector.ts): LMDB
+ * stores that form, the in-memory twin the float32 it was given.
+ */
+const assertVector = (stored: Float32Array | CompactVector, expected: ReadonlyArray<number>, message?: string) => {
+  const compact = (vector: Float32Array | CompactVector) => {
+    const { codes, peak } = vector instanceof Float32Array ? compactVector(vector) : vector
+    return { codes: [...codes], peak }
+  }
+  assert.deepStrictEqual(compact(stored), compact(Float32Array.from(expected)), message)
+}
 
 const layers: ReadonlyArray<readonly [string, () => { open: () => SearchPersistence }]> = [
   [
@@ -76,7 +90,7 @@ describe.each(layers)("SearchPersistence (%s)", (_, make) => {
     assert.deepStrictEqual([...second.groups()][0]!.documents[0], document("a", "s", "one"))
     const vector = second.vector("a")!
     assert.strictEqual(vector.hash, "hash-a")
-    assert.deepStrictEqual([...vector.vector], [0.5, -0.25])
+    assertVector(vector.vector, [0.5, -0.25])
     assert.strictEqual(second.vector("c"), undefined)
     assert.strictEqual(second.seq("s"), 42)
     assert.strictEqual(second.seq("t"), undefined)
@@ -139,19 +153,19 @@ describe.each(layers)("SearchPersistence (%s)", (_, make) => {
     first.putNextVector("a", "hash-a", Float32Array.of(0.5, 0.5, 0.5))
     first.putNextVector("b", "hash-b", Float32Array.of(0.25, 0.25, 0.25))
     first.removeNextVector("b")
-    assert.deepStrictEqual([...first.vector("a")!.vector], [1, 0], "the current slot is untouched")
+    assertVector(first.vector("a")!.vector, [1, 0], "the current slot is untouched")
     await first.close()
 
     const second = layer.open()
     assert.deepStrictEqual(second.model(), { id: "old" })
     assert.deepStrictEqual(second.nextModel(), { id: "new", config: { kind: "transformer", dir: "/new" } })
-    assert.deepStrictEqual([...second.nextVector("a")!.vector], [0.5, 0.5, 0.5])
+    assertVector(second.nextVector("a")!.vector, [0.5, 0.5, 0.5])
     assert.strictEqual(second.nextVector("b"), undefined)
-    assert.deepStrictEqual([...second.vector("b")!.vector], [0, 1])
+    assertVector(second.vector("b")!.vector, [0, 1])
     await second.switchToNextModel()
     assert.deepStrictEqual(second.model(), { id: "new", config: { kind: "transformer", dir: "/new" } })
     assert.strictEqual(second.nextModel(), undefined)
-    assert.deepStrictEqual([...second.vector("a")!.vector], [0.5, 0.5, 0.5])
+    assertVector(second.vector("a")!.vector, [0.5, 0.5, 0.5])
     assert.strictEqual(second.vector("b"), undefined)
     assert.strictEqual(second.nextVector("a"), undefined, "the former vectors are gone")
     second.putVector("c", "hash-c", Float32Array.of(1, 1, 1))
@@ -159,7 +173,7 @@ describe.each(layers)("SearchPersistence (%s)", (_, make) => {
 
     const third = layer.open()
     assert.strictEqual(third.model()?.id, "new")
-    assert.deepStrictEqual([...third.vector("c")!.vector], [1, 1, 1])
+    assertVector(third.vector("c")!.vector, [1, 1, 1])
     await third.beginNextModel({ id: "newer" })
     third.putNextVector("a", "hash-a", Float32Array.of(1))
     await third.dropNextModel()
@@ -169,7 +183,7 @@ describe.each(layers)("SearchPersistence (%s)", (_, make) => {
     const fourth = layer.open()
     assert.strictEqual(fourth.nextModel(), undefined)
     assert.strictEqual(fourth.nextVector("a"), undefined)
-    assert.deepStrictEqual([...fourth.vector("a")!.vector], [0.5, 0.5, 0.5])
+    assertVector(fourth.vector("a")!.vector, [0.5, 0.5, 0.5])
     await fourth.close()
   })
 
@@ -302,6 +316,43 @@ describe("SearchPersistence (lmdb) while loading", () => {
       assert.strictEqual(rest, 2999)
     } finally {
       await readers.close()
+      await second.close()
+    }
+  })
+})
+
+describe("SearchPersistence (lmdb) vectors on disk", () => {
+  it("stores a vector in the index's compact form, and reads those written before as float32 (and 'no vector' both ways)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "mnemos-search-persist-"))
+    dirs.push(dir)
+    const path = join(dir, "lmdb")
+    const vector = Float32Array.from({ length: 100 }, (_, i) => Math.sin(i + 1) / 3)
+    const first = openLmdbPersistence(path)
+    first.putVector("new", "hash-new0000ab", vector)
+    first.putVector("none", "hash-none00000", new Float32Array(0))
+    await first.close()
+    // Two entries as the code before wrote them: the 14-byte hash, then float32 data.
+    const env = open({ path, maxDbs: 5, compression: false })
+    const raw = env.openDB<Uint8Array, Buffer>({ name: "vectors", encoding: "binary", keyEncoding: "binary" })
+    const old = (hash: string, floats: Float32Array) =>
+      Buffer.concat([Buffer.from(hash, "latin1"), Buffer.from(floats.buffer, floats.byteOffset, floats.byteLength)])
+    await raw.put(encodeKey("old"), old("hash-old000000", vector))
+    await raw.put(encodeKey("old-none"), old("hash-oldnone00", new Float32Array(0)))
+    // 1 tag byte, the hash, the peak and a byte a dimension: 119 bytes, not 414.
+    assert.strictEqual(raw.getBinary(encodeKey("new"))?.length, 1 + 14 + 4 + 100)
+    assert.strictEqual(raw.getBinary(encodeKey("none"))?.length, 1 + 14)
+    await env.close()
+
+    const second = openLmdbPersistence(path)
+    try {
+      const stored = second.vector("new")!
+      assert.strictEqual(stored.hash, "hash-new0000ab")
+      assert.notInstanceOf(stored.vector, Float32Array)
+      assert.deepStrictEqual(stored.vector, compactVector(vector), "exactly what the index holds")
+      assert.deepStrictEqual(second.vector("none"), { hash: "hash-none00000", vector: new Float32Array(0) })
+      assert.deepStrictEqual(second.vector("old"), { hash: "hash-old000000", vector })
+      assert.deepStrictEqual(second.vector("old-none"), { hash: "hash-oldnone00", vector: new Float32Array(0) })
+    } finally {
       await second.close()
     }
   })

@@ -2,9 +2,10 @@
  * The in-memory form of a document vector: one signed byte a dimension and one float32 per vector,
  * its peak (largest magnitude): component ≈ code × peak / 127.
  *
- * Only memory holds this form. Search's LMDB keeps every vector as float32 (SearchPersistence.ts)
- * and each start compacts what it loads, so going back to float32 slabs costs a code change, never
- * a migration. A component is off by at most half a code (peak / 254); for a unit 100-d vector a
+ * Search's LMDB stores this form too (SearchPersistence.ts; vectors written before it, as float32,
+ * are read as such and compacted by the index as they load), so a load rebuilds exactly what was
+ * indexed; going back to float32 would mean embedding everything again. A component is off by at
+ * most half a code (peak / 254); for a unit 100-d vector a
  * similarity moves by about 10⁻³, which the retrieval benchmark's default ranking does not see
  * (docs/benchmarks.md). The query stays float32: a similarity is Σ codeᵢ·queryᵢ, times the peak,
  * over 127, in that order, here and in the reference scans of the tests (so a vector's largest

@@ -304,7 +304,7 @@ export class SearchIndex {
   }
 
   /** Like `setVector`, for the next model's set; false also when there is none. */
-  setNextVector(id: string, hash: string, vector: Float32Array): boolean {
+  setNextVector(id: string, hash: string, vector: Float32Array | CompactVector): boolean {
     const num = this.current(id, hash)
     if (this.next === undefined || num === undefined) return false
     this.putNextVector(num, vector)
@@ -355,7 +355,7 @@ export class SearchIndex {
    * Sets `id`'s vector if its content still hashes to `hash`; false when stale or gone. An empty
    * vector records that the text has none (no word the model knows).
    */
-  setVector(id: string, hash: string, vector: Float32Array): boolean {
+  setVector(id: string, hash: string, vector: Float32Array | CompactVector): boolean {
     const num = this.current(id, hash)
     if (num === undefined) return false
     this.putVector(num, vector)

@@ -54,8 +54,10 @@ import { allocateLockFile } from "../../stores/checkpoint/LmdbLockFile.ts"
 import { lmdbMapOptions } from "../../stores/checkpoint/LmdbMap.ts"
 import { noRoomFor } from "../../stores/checkpoint/LmdbRoom.ts"
 import type { EncoderConfig } from "../embedding/EncoderLoader.ts"
+import { type CompactVector, compactVector } from "../index/CompactVector.ts"
 import { type DocumentStore, documentKey } from "../index/DocumentStore.ts"
 import type { SearchDocument } from "../index/SearchDocument.ts"
+import { noVector } from "../index/SearchIndex.ts"
 
 export { documentKey } from "../index/DocumentStore.ts"
 
@@ -66,10 +68,14 @@ export interface PersistedGroup {
   readonly documents: ReadonlyArray<SearchDocument>
 }
 
-/** A persisted vector and the content hash it was computed from. */
+/**
+ * A persisted vector and the content hash it was computed from: in its compact form, or as float32
+ * when it was written before vectors were stored compact (or kept by the in-memory twin); "no
+ * vector" is an empty Float32Array (`noVector`).
+ */
 export interface PersistedVector {
   readonly hash: string
-  readonly vector: Float32Array
+  readonly vector: Float32Array | CompactVector
 }
 
 /** The model a set of vectors was made with: its id, and where it loads from (to load it again). */
@@ -133,15 +139,45 @@ export interface SearchPersistence extends DocumentStore {
 const sep = "\u0000"
 const hashBytes = 14
 
+/**
+ * The first byte of a vector written in its compact form. Vectors written before it are the
+ * 14-byte hash, then float32 data; a hash is base-36 text, so its first byte is never this one.
+ */
+const compactVectorTag = 1
+
+/**
+ * `vector` as stored: the tag, the 14-byte hash, then (unless it is "no vector") the compact form
+ * the index holds (CompactVector.ts): its peak as float32 and a signed byte a dimension — 119
+ * bytes for 100 dimensions against 414 as float32. The index compacts a vector it is given the
+ * same way, so a load rebuilds exactly what was indexed.
+ */
 const encodeVector = (hash: string, vector: Float32Array): Buffer => {
-  const out = Buffer.alloc(hashBytes + vector.byteLength)
-  out.write(hash.padEnd(hashBytes, " ").slice(0, hashBytes), 0, "latin1")
-  Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength).copy(out, hashBytes)
+  const header = 1 + hashBytes
+  if (vector.length === 0) {
+    const out = Buffer.alloc(header)
+    out[0] = compactVectorTag
+    out.write(hash.padEnd(hashBytes, " ").slice(0, hashBytes), 1, "latin1")
+    return out
+  }
+  const { codes, peak } = compactVector(vector)
+  const out = Buffer.alloc(header + Float32Array.BYTES_PER_ELEMENT + codes.length)
+  out[0] = compactVectorTag
+  out.write(hash.padEnd(hashBytes, " ").slice(0, hashBytes), 1, "latin1")
+  out.writeFloatLE(peak, header)
+  out.set(new Uint8Array(codes.buffer, codes.byteOffset, codes.length), header + Float32Array.BYTES_PER_ELEMENT)
   return out
 }
 
 const decodeVector = (bytes: Uint8Array): PersistedVector => {
   const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  if (buffer[0] === compactVectorTag) {
+    const header = 1 + hashBytes
+    const hash = buffer.toString("latin1", 1, header).trimEnd()
+    if (buffer.length === header) return { hash, vector: noVector }
+    const codes = new Int8Array(buffer.length - header - Float32Array.BYTES_PER_ELEMENT)
+    new Uint8Array(codes.buffer).set(buffer.subarray(header + Float32Array.BYTES_PER_ELEMENT))
+    return { hash, vector: { codes, peak: buffer.readFloatLE(header) } }
+  }
   const floats = new Float32Array((buffer.length - hashBytes) / 4)
   Buffer.from(floats.buffer).set(buffer.subarray(hashBytes))
   return { hash: buffer.toString("latin1", 0, hashBytes).trimEnd(), vector: floats }
