@@ -158,6 +158,14 @@ export interface StoreWriter extends StoreView {
 /** One pending change; `undefined` value removes the key. */
 export type Change = readonly [key: string, value: unknown]
 
+/**
+ * A change's value as the checkpoint stores it: JSON in UTF-8, as lmdb-js's `json` encoding would
+ * write it (JSON, not msgpack: JSON.stringify escapes lone surrogates, so every JavaScript string
+ * round-trips); undefined for a removal.
+ */
+export const encodedValue = (value: unknown): Buffer | undefined =>
+  value === undefined ? undefined : Buffer.from(JSON.stringify(value), "utf8")
+
 const metaAppliedSeq = "appliedSeq"
 const metaSalt = "salt"
 /** A shared log's position (JetStream stream sequence) of the last applied batch. */
@@ -176,13 +184,16 @@ export interface Checkpoint {
    * Queues `changes` and `appliedSeq` (and `salt`) as one transaction on lmdb-js's write thread;
    * resolves when it is committed and visible. Everything queued in one JavaScript turn goes into
    * the same LMDB transaction, in call order. Rejects with `DiskFullError` when the disk is full
-   * (nothing of the transaction is written), else with the commit's cause.
+   * (nothing of the transaction is written), else with the commit's cause. `encoded`, when given,
+   * holds each change's `encodedValue`, made beforehand (CommitQueue.ts encodes a batch's changes
+   * as they wait, so a commit's own turn does not).
    */
   readonly commit: (
     changes: ReadonlyArray<Change>,
     appliedSeq: number,
     salt: number,
     position?: number,
+    encoded?: ReadonlyArray<Buffer | undefined>,
   ) => Promise<void>
   /** Applies with a writer callback (used by replay), recording `appliedSeq` in the same transaction. */
   readonly commitWith: (write: (writer: StoreWriter) => void, appliedSeq: number, salt: number) => void
@@ -249,9 +260,9 @@ export const openCheckpoint = (path: string): Effect.Effect<Checkpoint, Checkpoi
       guardLmdbCommitRejections()
       allocateLockFile(path)
       const env: RootDatabase = open({ path, maxDbs: 4, compression: false, ...lmdbMapOptions() })
-      // JSON, not msgpack: JSON.stringify escapes lone surrogates, so every JavaScript string round-trips.
-      // Keys are bytes we encode ourselves (KeyCodec.ts): lmdb-js's string keys mangle long keys with U+0000.
-      // (`keyEncoder` is a database option lmdb-js's types list only for the root environment.)
+      // Values are JSON (`encodedValue`, written as its bytes). Keys are bytes we encode ourselves
+      // (KeyCodec.ts): lmdb-js's string keys mangle long keys with U+0000. (`keyEncoder` is a
+      // database option lmdb-js's types list only for the root environment.)
       const dataOptions = { name: "data", encoding: "json", keyEncoder } as const
       const data = env.openDB<unknown, string>(dataOptions)
       const meta = env.openDB<number, string>({ name: "meta" })
@@ -271,17 +282,15 @@ export const openCheckpoint = (path: string): Effect.Effect<Checkpoint, Checkpoi
         salt: () => meta.get(metaSalt),
         position: () => meta.get(metaPosition),
         view,
-        commit: (changes, appliedSeq, salt, position) => {
-          // Encoded here as lmdb-js's `json` encoding would (JSON.stringify, UTF-8), to know the
+        commit: (changes, appliedSeq, salt, position, given) => {
+          // Encoded before it is written (as lmdb-js's `json` encoding would), to know the
           // transaction's size before LMDB writes a page of it (LmdbRoom.ts).
-          const encoded: Array<Buffer | undefined> = []
+          const encoded = given ?? changes.map(([, value]) => encodedValue(value))
           const sizes: Array<WriteSize> = []
-          for (const [key, value] of changes) {
-            const bytes = value === undefined ? undefined : Buffer.from(JSON.stringify(value), "utf8")
-            encoded.push(bytes)
+          changes.forEach(([key], index) => {
             // KeyCodec escapes some characters: at most twice the key's UTF-8, and a terminator.
-            sizes.push({ keyBytes: 2 * Buffer.byteLength(key, "utf8") + 4, valueBytes: bytes?.length })
-          }
+            sizes.push({ keyBytes: 2 * Buffer.byteLength(key, "utf8") + 4, valueBytes: encoded[index]?.length })
+          })
           const noRoom = noRoomFor(path, transactionGrowthBound(data.getStats() as TreeShape, sizes))
           if (noRoom !== undefined) return Promise.reject(new DiskFullError({ path, message: noRoom }))
           // lmdb-js gives the writes of one transaction one promise, but a large turn can span
