@@ -10,9 +10,9 @@
  *      daemon: the daemon's CPU per call (target: Streamable HTTP within 1.5x WebSocket). 1,000
  *      calls after 100 warm-up (200 after 50 with --quick).
  *   3. 32 agents on MCP-over-WebSocket, one entity per call, while 8 dashboard subscribers follow
- *      `/events` (bench/transports.ts's scenario) for 5 s (1.5 s with --quick): acked calls/s,
- *      p50/p99, the daemon's CPU per call, and whether every subscriber saw every write (target:
- *      >= 4,000/s with p99 <= 30 ms).
+ *      `/events` (bench/transports.ts's scenario) for 5 s (1.5 s with --quick), after 3 s of the
+ *      same: acked calls/s, p50/p99, the daemon's CPU per call, and whether every subscriber saw
+ *      every write (target: >= 4,000/s with p99 <= 30 ms).
  *
  * `MNEMOS_BENCH_BASELINE_CLI=/path/to/other/dist/cli.js` measures another build beside this one
  * in the same run (baseline first, then this build, for each measurement), e.g. the code before a
