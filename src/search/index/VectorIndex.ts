@@ -2,8 +2,8 @@
  * Nearest neighbours of unit-length vectors, by cosine (= dot product).
  *
  * Vectors live in a slab indexed by document number, in their compact form (CompactVector.ts: a
- * signed byte a dimension and a float32 peak per vector, about a quarter of float32's bytes); search's
- * LMDB keeps them as float32. Up to `exactVectorsMax` vectors, a query is an exact scan in
+ * signed byte a dimension and a float32 peak per vector, about a quarter of float32's bytes), the
+ * form search's LMDB stores too. Up to `exactVectorsMax` vectors, a query is an exact scan in
  * JavaScript over the codes (a few milliseconds at most, and the same arithmetic as the reference
  * scan in the tests). Above it, usearch's SIMD exact search over the codes (cosine, which the
  * per-vector peaks do not change) finds the candidates (about 5 ms a query per 100,000 100-d
