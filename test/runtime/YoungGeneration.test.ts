@@ -1,5 +1,5 @@
 /**
- * A small daemon holds its main thread's young generation at the size it has (YoungGeneration.ts),
+ * A daemon holds its main thread's young generation at the size it has (YoungGeneration.ts),
  * and keeps holding it (within one doubling) after it starts worker threads: on Node 20 and 22 a worker's start undoes
  * the V8 flag that holds it, so every worker the daemon starts sets it again (V8Flags.ts). Each case
  * runs in a new process, whose V8 flags are its own.
@@ -79,5 +79,51 @@ describe("the main thread's young generation, held", () => {
   it.each(["wal writer", "any worker"] as const)("stays held after the %s thread starts", (worker) => {
     const { held, after } = youngGenerationAcrossAWorker(worker)
     assert.isAtMost(after, 2 * held, `held at ${held} MiB, then ${after} MiB`)
+  })
+})
+
+/**
+ * Under the hold, the young generation of a worker started with a cap (the search thread's), and
+ * of one started after it without, each as it first reports it (MiB).
+ */
+const workersYoungGenerations = () => {
+  const script = `
+    import { Worker } from "node:worker_threads"
+    const { holdYoungGeneration } = await import(${moduleUrl("runtime", "YoungGeneration.ts")})
+    const { keepV8FlagsAcross, startWithYoungGenerationAtCap } = await import(${moduleUrl("runtime", "V8Flags.ts")})
+    holdYoungGeneration(true)
+    const code = 'const { getHeapSpaceStatistics } = require("node:v8"); const { parentPort } = require("node:worker_threads"); parentPort.postMessage(getHeapSpaceStatistics().find((space) => space.space_name === "new_space").space_size / 1048576)'
+    const youngOf = async (start) => {
+      const worker = start()
+      const [young] = await new Promise((resolve) => worker.once("message", (value) => resolve([value])))
+      await worker.terminate()
+      return young
+    }
+    const capped = await youngOf(() =>
+      startWithYoungGenerationAtCap(8, () => keepV8FlagsAcross(new Worker(code, { eval: true, resourceLimits: { maxYoungGenerationSizeMb: 8 } }))),
+    )
+    const uncapped = await youngOf(() => keepV8FlagsAcross(new Worker(code, { eval: true })))
+    console.log(JSON.stringify({ capped, uncapped }))`
+  const dir = mkdtempSync(join(tmpdir(), "mnemos-young-test-"))
+  try {
+    writeFileSync(join(dir, "probe.mjs"), script)
+    const output = execFileSync(process.execPath, ["--import", "tsx", join(dir, "probe.mjs")], {
+      cwd: repoRoot,
+      encoding: "utf8",
+    })
+    return JSON.parse(output) as { capped: number; uncapped: number }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+describe("a worker's young generation under the hold", () => {
+  it("starts at its cap when it has one, and the next worker without one starts at V8's initial size", () => {
+    const { capped, uncapped } = workersYoungGenerations()
+    // The cap's young generation is 8 MiB; V8 reports at least half of it committed at first, the
+    // rest once a scavenge has used both semi-spaces. Held from V8's start it would stay at 2 MiB.
+    assert.isAtLeast(capped, 4, `the capped worker's young generation: ${capped} MiB`)
+    assert.isAtMost(capped, 8)
+    assert.isBelow(uncapped, capped, `the flag was set back after the capped worker started: ${uncapped} MiB`)
   })
 })
