@@ -102,9 +102,9 @@ describe("the commit queue's encoding ahead of the commit", () => {
         for (const commit of commits) {
           assert.isDefined(commit.encoded)
           assert.strictEqual(commit.encoded.length, commit.changes.length)
-          commit.changes.forEach(([key, value], index) =>
-            assert.deepStrictEqual(commit.encoded![index], encodedValue(value), `the encoding of ${key}`),
-          )
+          commit.changes.forEach(([key, value], index) => {
+            assert.deepStrictEqual(commit.encoded![index], encodedValue(value), `the encoding of ${key}`)
+          })
         }
         assert.deepStrictEqual(committed, enqueued)
       }),
