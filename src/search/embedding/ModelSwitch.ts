@@ -25,7 +25,7 @@
  * switch: IndexCore drops the old vectors and re-embeds, searching by words meanwhile.
  */
 import { Effect, Exit, Scope } from "effect"
-import { noVector, type PendingEmbedding, type SearchIndex } from "../index/SearchIndex.ts"
+import { keptVector, type PendingEmbedding, type SearchIndex } from "../index/SearchIndex.ts"
 import type { PersistedModel, SearchPersistence } from "../persistence/SearchPersistence.ts"
 import { type Embedder, makeEmbedder, resolveDefaultModel } from "./Embedder.ts"
 import { type EncoderConfig, encoderConfigOf, encoderIdOf } from "./EncoderLoader.ts"
@@ -150,8 +150,9 @@ export const makeModelSwitch = (
       vectors.forEach((vector, i) => {
         const item = items[i]!
         if (index.embeddingOf(item.id)?.hash !== item.hash) return // changed or gone since
-        persistence.putNextVector(item.id, item.hash, vector ?? noVector)
-        index.setNextVector(item.id, item.hash, vector ?? noVector)
+        const stored = keptVector(vector)
+        persistence.putNextVector(item.id, item.hash, stored)
+        index.setNextVector(item.id, item.hash, stored)
       })
 
     /** The next documents of the pass that have no current new vector. */

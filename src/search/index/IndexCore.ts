@@ -33,7 +33,7 @@ import { makeMemoryPersistence } from "../persistence/MemoryPersistence.ts"
 import { openLmdbPersistence, type PersistedGroup, type SearchPersistence } from "../persistence/SearchPersistence.ts"
 import type { SearchFilter, SearchHit, SearchMode } from "../ranking/Ranking.ts"
 import type { GroupDocuments, SearchDocument } from "./SearchDocument.ts"
-import { type IndexStats, noVector, type PendingEmbedding, SearchIndex, type Timeline } from "./SearchIndex.ts"
+import { type IndexStats, keptVector, type PendingEmbedding, SearchIndex, type Timeline } from "./SearchIndex.ts"
 
 /** Longest run of loading persisted documents before other work gets a turn (searches wait at most this). */
 export const warmSliceMs = 10
@@ -257,7 +257,7 @@ export const makeIndexCore = (config: CoreConfig) =>
           if (vectors === undefined) continue
           vectors.forEach((vector, i) => {
             const item = chunk[i]!
-            const stored = vector ?? noVector
+            const stored = keptVector(vector)
             if (index.setVector(item.id, item.hash, stored)) persistence.putVector(item.id, item.hash, stored)
           })
         }

@@ -31,7 +31,7 @@ import {
   semanticSimilarityWindow,
 } from "../ranking/Ranking.ts"
 import type { TermAligner } from "../ranking/TermAlignment.ts"
-import type { CompactVector } from "./CompactVector.ts"
+import { type CompactVector, compactVector } from "./CompactVector.ts"
 import { type DocumentStore, makeMemoryDocumentStore } from "./DocumentStore.ts"
 import { DocumentTable } from "./DocumentTable.ts"
 import { type CompactWhen, fullTextFields, LexicalIndex } from "./LexicalIndex.ts"
@@ -83,6 +83,13 @@ export interface Timeline {
 
 /** The vector of a text with no known word: "embedded, nothing to find by meaning". */
 export const noVector = new Float32Array(0)
+
+/**
+ * An embedding as the index and search's persistence keep it: compact (CompactVector.ts), made
+ * once for both, or `noVector` when the model gave none.
+ */
+export const keptVector = (vector: Float32Array | undefined): Float32Array | CompactVector =>
+  vector === undefined || vector.length === 0 ? noVector : compactVector(vector)
 
 const groupKeyOf = (store: string, group: string) => `${store}\u0000${group}`
 /** The group of a key of `groupKeyOf` (a group may hold the separator, a store's name does not). */

@@ -2,9 +2,14 @@
  * The in-memory twin of search's persistence (SearchPersistence.ts): the same contract, nothing on
  * disk. The index core uses it when there is no data directory; one suite runs against both.
  */
+import type { CompactVector } from "../index/CompactVector.ts"
 import { documentKey, makeMemoryDocumentStore } from "../index/DocumentStore.ts"
 import type { SearchDocument } from "../index/SearchDocument.ts"
 import { groupRuns, type PersistedModel, type PersistedVector, type SearchPersistence } from "./SearchPersistence.ts"
+
+/** A vector as kept here: a copy, so the caller's array may change afterwards. */
+const copyOf = (vector: Float32Array | CompactVector): Float32Array | CompactVector =>
+  vector instanceof Float32Array ? vector.slice() : { codes: vector.codes.slice(), peak: vector.peak }
 
 /** The in-memory twin: same contract, nothing on disk. */
 export const makeMemoryPersistence = (): SearchPersistence => {
@@ -39,8 +44,8 @@ export const makeMemoryPersistence = (): SearchPersistence => {
     holds: documentStore.holds,
     putDocument: counted(documentStore.putDocument),
     removeDocument: counted(documentStore.removeDocument),
-    putVector: counted((id: string, hash: string, vector: Float32Array) => {
-      vectors.set(id, { hash, vector: vector.slice() })
+    putVector: counted((id: string, hash: string, vector: Float32Array | CompactVector) => {
+      vectors.set(id, { hash, vector: copyOf(vector) })
     }),
     removeVector: counted((id: string) => {
       vectors.delete(id)
@@ -62,7 +67,7 @@ export const makeMemoryPersistence = (): SearchPersistence => {
       nextModel = undefined
     },
     nextVector: (id) => nextVectors.get(id),
-    putNextVector: (id, hash, vector) => void nextVectors.set(id, { hash, vector: vector.slice() }),
+    putNextVector: (id, hash, vector) => void nextVectors.set(id, { hash, vector: copyOf(vector) }),
     removeNextVector: (id) => void nextVectors.delete(id),
     switchToNextModel: async () => {
       if (nextModel === undefined) throw new Error("no next model to switch to")

@@ -91,7 +91,8 @@ export interface SearchPersistence extends DocumentStore {
   readonly vector: (id: string) => PersistedVector | undefined
   /** The ids of one group's persisted documents. */
   readonly groupDocumentIds: (store: string, group: string) => ReadonlyArray<string>
-  readonly putVector: (id: string, hash: string, vector: Float32Array) => void
+  /** A float32 vector is stored compact; a compact one (as the index holds it) as it is. */
+  readonly putVector: (id: string, hash: string, vector: Float32Array | CompactVector) => void
   readonly removeVector: (id: string) => void
   readonly clearVectors: () => Promise<void>
   readonly seq: (store: string) => number | undefined
@@ -106,7 +107,7 @@ export interface SearchPersistence extends DocumentStore {
   /** Forgets the next model and empties its slot. */
   readonly dropNextModel: () => Promise<void>
   readonly nextVector: (id: string) => PersistedVector | undefined
-  readonly putNextVector: (id: string, hash: string, vector: Float32Array) => void
+  readonly putNextVector: (id: string, hash: string, vector: Float32Array | CompactVector) => void
   readonly removeNextVector: (id: string) => void
   /**
    * Makes the next model's slot the current one, atomically, and empties the former current one
@@ -148,23 +149,20 @@ const compactVectorTag = 1
 /**
  * `vector` as stored: the tag, the 14-byte hash, then (unless it is "no vector") the compact form
  * the index holds (CompactVector.ts): its peak as float32 and a signed byte a dimension — 119
- * bytes for 100 dimensions against 414 as float32. The index compacts a vector it is given the
- * same way, so a load rebuilds exactly what was indexed.
+ * bytes for 100 dimensions against 414 as float32. The index is given the same compact form
+ * (or compacts a float32 vector the same way), so a load rebuilds exactly what was indexed.
  */
-const encodeVector = (hash: string, vector: Float32Array): Buffer => {
+const encodeVector = (hash: string, vector: Float32Array | CompactVector): Buffer => {
+  const compact = !(vector instanceof Float32Array) ? vector : vector.length === 0 ? undefined : compactVector(vector)
   const header = 1 + hashBytes
-  if (vector.length === 0) {
-    const out = Buffer.alloc(header)
-    out[0] = compactVectorTag
-    out.write(hash.padEnd(hashBytes, " ").slice(0, hashBytes), 1, "latin1")
-    return out
-  }
-  const { codes, peak } = compactVector(vector)
-  const out = Buffer.alloc(header + Float32Array.BYTES_PER_ELEMENT + codes.length)
+  const peakBytes = Float32Array.BYTES_PER_ELEMENT
+  const out = Buffer.alloc(compact === undefined ? header : header + peakBytes + compact.codes.length)
   out[0] = compactVectorTag
   out.write(hash.padEnd(hashBytes, " ").slice(0, hashBytes), 1, "latin1")
-  out.writeFloatLE(peak, header)
-  out.set(new Uint8Array(codes.buffer, codes.byteOffset, codes.length), header + Float32Array.BYTES_PER_ELEMENT)
+  if (compact !== undefined) {
+    out.writeFloatLE(compact.peak, header)
+    out.set(new Uint8Array(compact.codes.buffer, compact.codes.byteOffset, compact.codes.length), header + peakBytes)
+  }
   return out
 }
 

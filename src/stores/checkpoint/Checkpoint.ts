@@ -286,11 +286,13 @@ export const openCheckpoint = (path: string): Effect.Effect<Checkpoint, Checkpoi
           // Encoded before it is written (as lmdb-js's `json` encoding would), to know the
           // transaction's size before LMDB writes a page of it (LmdbRoom.ts).
           const encoded = given ?? changes.map(([, value]) => encodedValue(value))
-          const sizes: Array<WriteSize> = []
-          changes.forEach(([key], index) => {
-            // KeyCodec escapes some characters: at most twice the key's UTF-8, and a terminator.
-            sizes.push({ keyBytes: 2 * Buffer.byteLength(key, "utf8") + 4, valueBytes: encoded[index]?.length })
-          })
+          // KeyCodec escapes some characters: at most twice the key's UTF-8, and a terminator.
+          const sizes = changes.map(
+            ([key], index): WriteSize => ({
+              keyBytes: 2 * Buffer.byteLength(key, "utf8") + 4,
+              valueBytes: encoded[index]?.length,
+            }),
+          )
           const noRoom = noRoomFor(path, transactionGrowthBound(data.getStats() as TreeShape, sizes))
           if (noRoom !== undefined) return Promise.reject(new DiskFullError({ path, message: noRoom }))
           // lmdb-js gives the writes of one transaction one promise, but a large turn can span
