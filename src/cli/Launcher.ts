@@ -24,9 +24,13 @@
 import { createRequire } from "node:module"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { withAllocatorSettings } from "../runtime/AllocatorEnv.ts"
 import { runWithCodeCache } from "./CodeCache.ts"
 import { codeCacheDir } from "./CodeCacheDir.ts"
 import { packageImporterKey } from "./PackageImport.ts"
+
+// A daemon runs with glibc's thresholds fixed: this re-executes it with them where it can.
+if (process.argv[2] === "serve") withAllocatorSettings()
 
 /** Set (to a file) by the build: write the code cache there when this process exits. */
 const codeCacheOutEnv = "MNEMOS_CODE_CACHE_OUT"

@@ -550,6 +550,42 @@ process.stdout.write = (...args) => { process.stderr.write(new Error("probe").st
     assert.include(reread.stdout, "piped then closed")
   })
 
+  it("serve re-executes itself with glibc's allocator settings where Node can, and keeps a user's own", async () => {
+    const hasExecve = spawnSync(productNode, ["-p", "typeof process.execve"], { encoding: "utf8" }).stdout.trim()
+    const plain = Object.fromEntries(
+      Object.entries(productEnv()).filter(([name]) => !(name in allocatorEnv) && name !== "GLIBC_TUNABLES"),
+    )
+    /** The environment `serve --stdio` runs with once it answered `initialize`, read from the pid its client started. */
+    const servedEnvironment = async (env: NodeJS.ProcessEnv) => {
+      const child = spawn(
+        productNode,
+        [product.cli, "serve", "--stdio", "--data-dir", tempDir("mnemos-shipped-alloc-")],
+        {
+          cwd: workspace,
+          env,
+        },
+      )
+      started.push(child)
+      let stdout = ""
+      child.stdout.on("data", (chunk) => (stdout += chunk))
+      const exited = new Promise((resolve) => child.once("exit", resolve))
+      child.stdin.write(initialize)
+      await waitFor("the answer to initialize", () => (/"id":1[,}]/.test(stdout) ? true : undefined), 30_000)
+      const environment = readFileSync(`/proc/${child.pid}/environ`, "utf8").split("\0")
+      child.stdin.end()
+      await exited
+      return environment
+    }
+    const settings = Object.entries(allocatorEnv).map(([name, value]) => `${name}=${value}`)
+    const served = await servedEnvironment(plain)
+    // Node 22.15+ and 24 have process.execve; Node 20 has not, and keeps glibc's defaults (docs/operations.md).
+    if (hasExecve === "function") for (const setting of settings) assert.include(served, setting)
+    else for (const setting of settings) assert.notInclude(served, setting)
+    const own = await servedEnvironment({ ...plain, MALLOC_TRIM_THRESHOLD_: "131072" })
+    assert.include(own, "MALLOC_TRIM_THRESHOLD_=131072")
+    assert.notInclude(own, settings[0])
+  })
+
   it("starts from a code cache made for this Node: the build's, or one of its own written once", async () => {
     const cacheHome = tempDir("mnemos-shipped-cache-")
     const dataDir = tempDir("mnemos-shipped-cached-")

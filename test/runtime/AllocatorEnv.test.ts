@@ -1,0 +1,58 @@
+/**
+ * When `serve` re-executes itself with glibc's allocator settings (AllocatorEnv.ts): only where
+ * they can take effect and nothing set them already; then with its own arguments and the settings
+ * added to its environment. test/shipped runs the built product's `serve --stdio` and reads the
+ * environment of the pid its client started.
+ */
+import { assert, describe, it } from "vitest"
+import { allocatorEnv, type Reexecutable, withAllocatorSettings } from "../../src/runtime/AllocatorEnv.ts"
+
+/** What `withAllocatorSettings` did with a process like `overrides`: the execve it made, if any. */
+const reexecutionOf = (overrides: Partial<Reexecutable>) => {
+  const calls: Array<{ file: string; args: Array<string>; env: NodeJS.ProcessEnv }> = []
+  withAllocatorSettings({
+    platform: "linux",
+    env: { PATH: "/usr/bin" },
+    execPath: "/opt/node/bin/node",
+    execArgv: ["--import", "probe.mjs"],
+    argv: ["/opt/node/bin/node", "/opt/mnemos/dist/cli.js", "serve", "--stdio"],
+    execve: ((file, args, env) => {
+      calls.push({ file, args, env })
+    }) as Reexecutable["execve"],
+    runsOnGlibc: () => true,
+    ...overrides,
+  })
+  return calls
+}
+
+describe("serve's re-execution with glibc's allocator settings", () => {
+  it("keeps the pid's Node, its flags and its arguments, and adds the settings to the environment", () => {
+    const [call, ...more] = reexecutionOf({})
+    assert.deepStrictEqual(more, [])
+    assert.strictEqual(call!.file, "/opt/node/bin/node")
+    assert.deepStrictEqual(call!.args, [
+      "/opt/node/bin/node",
+      "--import",
+      "probe.mjs",
+      "/opt/mnemos/dist/cli.js",
+      "serve",
+      "--stdio",
+    ])
+    assert.deepStrictEqual(call!.env, { PATH: "/usr/bin", ...allocatorEnv })
+  })
+
+  it("leaves the process alone where the settings are given or cannot matter", () => {
+    const left = {
+      "a threshold the user set": { env: { MALLOC_TRIM_THRESHOLD_: "131072" } },
+      "the other one": { env: { MALLOC_MMAP_THRESHOLD_: "65536" } },
+      "a glibc tunable for them": { env: { GLIBC_TUNABLES: "glibc.malloc.trim_threshold=131072" } },
+      "Node without execve (20)": { execve: undefined },
+      "another C library (musl)": { runsOnGlibc: () => false },
+      macOS: { platform: "darwin" as const },
+    }
+    for (const [what, overrides] of Object.entries(left))
+      assert.deepStrictEqual(reexecutionOf(overrides), [], `re-executed with ${what}`)
+    // A tunable of something else leaves the thresholds to be set.
+    assert.lengthOf(reexecutionOf({ env: { GLIBC_TUNABLES: "glibc.pthread.rseq=0" } }), 1)
+  })
+})
