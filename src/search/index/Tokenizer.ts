@@ -20,7 +20,7 @@ const wordPattern = /[\p{L}\p{N}]+/gu
 const camelBoundary = /(?<=[\p{Ll}\p{N}])(?=\p{Lu})|(?<=\p{Lu})(?=\p{Lu}\p{Ll})/u
 /** Both camelCase boundaries need an upper-case letter beside them: a run without one is one word. */
 const upperCase = /\p{Lu}/u
-const asciiOnly = /^[\u0000-\u007f]*$/
+const asciiOnly = /^[^\u0080-\uffff]*$/
 
 /** English stop words ignored by the full-text index. */
 export const stopWords: ReadonlySet<string> = new Set(
