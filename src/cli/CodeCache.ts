@@ -18,7 +18,7 @@ import { closeSync, fstatSync, openSync, readSync, renameSync, rmSync, statSync,
 import { createRequire } from "node:module"
 import { dirname } from "node:path"
 import { constants, Script } from "node:vm"
-import { restoreV8Flags } from "../runtime/V8Flags.ts"
+import { withFlagsAtStart } from "../runtime/V8Flags.ts"
 
 /** Bytes of the digest at the start of a cache. */
 const digestBytes = 32
@@ -108,12 +108,12 @@ export const runWithCodeCache = (file: string, cacheFiles: ReadonlyArray<string>
     exports: module.exports,
     writeCache: (cacheFile) => {
       // V8 stamps a cache with a hash of its flags as they are now, and refuses one stamped
-      // differently: the flags the process changed as it ran are set back first, as a new process
-      // has them (V8Flags.ts). Writing is the last thing a process does (Launcher.ts).
-      restoreV8Flags()
+      // differently: it is made with the flags the process changed as it ran as a new process has
+      // them (V8Flags.ts), which are then set again: it may be written mid-run (Launcher.ts).
+      const data = withFlagsAtStart(() => script.createCachedData())
       const partial = `${cacheFile}.${process.pid}.partial`
       try {
-        writeFileSync(partial, Buffer.concat([digest, script.createCachedData()]), { mode: 0o600 })
+        writeFileSync(partial, Buffer.concat([digest, data]), { mode: 0o600 })
         renameSync(partial, cacheFile)
       } finally {
         rmSync(partial, { force: true })

@@ -25,6 +25,7 @@ import { createRequire } from "node:module"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { withAllocatorSettings } from "../runtime/AllocatorEnv.ts"
+import { leaveCodeCacheWriter } from "../runtime/CodeCacheWriter.ts"
 import { runWithCodeCache } from "./CodeCache.ts"
 import { codeCacheDir } from "./CodeCacheDir.ts"
 import { packageImporterKey } from "./PackageImport.ts"
@@ -55,14 +56,22 @@ const runCached = () => {
   const writeTo =
     cacheOut ??
     ((command === "serve" || command === "mcp") && (run.offered === undefined || run.rejected) ? userCache : undefined)
-  // After the run, so that the cache holds every function it compiled. A cache that cannot be
-  // written (a full disk, a read-only home) costs only the next start's compilation.
-  if (writeTo !== undefined)
-    process.once("exit", () => {
+  // After the run, so that the cache holds every function it compiled: before the first idle
+  // collection (which drops the bytecode of what is not running, CodeCacheWriter.ts), or as the
+  // process exits if none came. A cache that cannot be written (a full disk, a read-only home)
+  // costs only the next start's compilation.
+  if (writeTo !== undefined) {
+    let written = false
+    const write = () => {
+      if (written) return
+      written = true
       try {
         run.writeCache(writeTo)
       } catch {}
-    })
+    }
+    leaveCodeCacheWriter(write)
+    process.once("exit", write)
+  }
 }
 
 // With source maps on (`node --enable-source-maps`, or in NODE_OPTIONS), Node's own CommonJS loader

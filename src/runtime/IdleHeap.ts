@@ -17,6 +17,7 @@
 import { performance } from "node:perf_hooks"
 import { getHeapStatistics, setFlagsFromString } from "node:v8"
 import { runInNewContext } from "node:vm"
+import { writePendingCodeCache } from "./CodeCacheWriter.ts"
 
 /** How often each thread looks at its event loop. */
 export const idleCheckMs = 2_000
@@ -58,6 +59,8 @@ export const lastResortHeapMax = 64 * 1024 * 1024
 
 /** A full garbage collection of this thread's heap, V8's own (`gc`), which gives back what it can. */
 export const collectGarbage = (): void => {
+  // The code cache a first run of this runtime writes, before the collection drops its bytecode.
+  writePendingCodeCache()
   if (collect === undefined) {
     setFlagsFromString("--expose-gc")
     try {

@@ -37,11 +37,17 @@ export const setV8Flag = (name: string, value: string, valueAtStart: string): vo
   setFlagsFromString(`--${name}=${value}`)
 }
 
-/** Sets every flag changed at run time back to its value at start (for the code cache; the process is exiting). */
-export const restoreV8Flags = (): void => {
+/**
+ * Runs `run` with every flag changed at run time at its value at start (as a new process has them:
+ * V8 stamps a code cache with its flags' hash), then sets them back to their values now.
+ */
+export const withFlagsAtStart = <A>(run: () => A): A => {
   for (const [name, value] of atStart()) setFlagsFromString(`--${name}=${value}`)
-  atStart().clear()
-  now().clear()
+  try {
+    return run()
+  } finally {
+    for (const [name, value] of now()) setFlagsFromString(`--${name}=${value}`)
+  }
 }
 
 /**
