@@ -10,8 +10,9 @@
  *   top level. It is made for the Node that ran the build.
  * - On any other Node (users run 20, 22 and 24), or when V8 refuses the build's (other V8 flags),
  *   one of the user's own (CodeCacheDir.ts), per runtime and per role: `mcp` for the shim, `serve`
- *   for everything else. A `serve` or `mcp` process that had none writes it as it exits, trained
- *   by what it ran; the next start on that runtime uses it. Two installations of different builds
+ *   for everything else. A `serve` or `mcp` process that had none writes it, trained by what it
+ *   ran, before its first idle collection (CodeCacheWriter.ts) or as it exits if none came; the
+ *   next start on that runtime uses it. Two installations of different builds
  *   on one runtime take turns at it (each start then compiles, as without a cache).
  *
  * Node's own compile cache (`module.enableCompileCache`, Node 22 and later) is not used: it keeps
