@@ -35,9 +35,10 @@ import { startModuleWorker } from "./WorkerModule.ts"
  * The search thread's young generation, in MiB (V8's default is sized for throughput, ~16–32). A
  * small daemon keeps 10–20 MiB less resident with 8 than with V8's default, at the same CPU
  * (docs/benchmarks.md, footprint); since the thread allocates about half as much a document (the
- * tokenizer, 2026-12-04), 4 collects as often as 8 did, and the 10k graph workload peaked 10–37 MiB
- * lower on Node 20 ("The search thread's young generation halved"). The thread starts with all of
- * it, which the daemon's hold then keeps (YoungGeneration.ts).
+ * tokenizer, 2026-12-04), 4 collects as often as 8 did, and the 10k graph workload peaked 10–37
+ * MiB lower on Node 20 (docs/benchmarks.md, "The search thread: half the allocation a document,
+ * half the young generation"). The thread starts with all of it, which the daemon's hold then
+ * keeps (YoungGeneration.ts).
  */
 export const searchThreadYoungGenerationMb = 4
 
