@@ -33,14 +33,13 @@ import { startModuleWorker } from "./WorkerModule.ts"
 
 /**
  * The search thread's young generation, in MiB (V8's default is sized for throughput, ~16–32). A
- * small daemon keeps 10–20 MiB less resident with 8 than with V8's default, at the same CPU
- * (docs/benchmarks.md, footprint); since the thread allocates about half as much a document (the
- * tokenizer, 2026-12-04), 4 collects as often as 8 did, and the 10k graph workload peaked 10–37
- * MiB lower on Node 20 (docs/benchmarks.md, "The search thread: half the allocation a document,
- * half the young generation"). The thread starts with all of it, which the daemon's hold then
- * keeps (YoungGeneration.ts).
+ * small daemon keeps 10–20 MiB less resident with it, at the same CPU; at 20,000 entities neither
+ * changes beyond the noise (docs/benchmarks.md, footprint). Halved to 4 MiB it lowered the 10k graph
+ * workload's peak only while the tokenizer's ASCII path (reverted) halved what the thread allocates
+ * (docs/benchmarks.md, "The search thread: less allocation a document"). The thread starts with all
+ * of it, which the daemon's hold then keeps (YoungGeneration.ts).
  */
-export const searchThreadYoungGenerationMb = 4
+export const searchThreadYoungGenerationMb = 8
 
 /** How the thread is set up (structured-cloneable: it is the worker's `workerData`). */
 export interface ThreadConfig extends CoreConfig {
