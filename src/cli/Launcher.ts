@@ -26,7 +26,7 @@ import { createRequire } from "node:module"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { withAllocatorSettings } from "../runtime/AllocatorEnv.ts"
-import { leaveCodeCacheWriter } from "../runtime/CodeCacheWriter.ts"
+import { leaveCodeCacheWriter, writePendingCodeCache } from "../runtime/CodeCacheWriter.ts"
 import { runWithCodeCache } from "./CodeCache.ts"
 import { codeCacheDir } from "./CodeCacheDir.ts"
 import { packageImporterKey } from "./PackageImport.ts"
@@ -62,16 +62,13 @@ const runCached = () => {
   // process exits if none came. A cache that cannot be written (a full disk, a read-only home)
   // costs only the next start's compilation.
   if (writeTo !== undefined) {
-    let written = false
-    const write = () => {
-      if (written) return
-      written = true
+    leaveCodeCacheWriter(() => {
       try {
         run.writeCache(writeTo)
       } catch {}
-    }
-    leaveCodeCacheWriter(write)
-    process.once("exit", write)
+    })
+    // Writes it only if the idle collection has not (the writer is taken once).
+    process.once("exit", writePendingCodeCache)
   }
 }
 

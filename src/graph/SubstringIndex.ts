@@ -82,9 +82,9 @@ const blockHeaderBytes = 8
 
 /**
  * Lists of slot numbers, appended to and read whole, never edited in place. An entry is the slot's
- * distance from the list's previous entry, LEB128-encoded (never starting with a zero byte, as the
- * distance is at least 1); a slot not above the previous one (a document updated into a list it
- * had left) is written as a zero byte and the slot itself.
+ * distance from the list's previous entry (from -1 for its first), LEB128-encoded (never starting
+ * with a zero byte, as the distance is at least 1); a slot not above the previous one (a document
+ * updated into a list it had left) is written as a zero byte and the slot itself.
  */
 export class PostingPool {
   private pages: Array<Uint8Array<ArrayBuffer>> = [new Uint8Array(pageBytes)]
@@ -128,12 +128,9 @@ export class PostingPool {
   }
 
   append(list: number, value: number): void {
-    const last = this.lasts[list]!
-    const ascending = this.lengths[list] === 0 || value > last
-    let delta = ascending ? value - (this.lengths[list] === 0 ? 0 : last) : value
-    // The first entry's distance from 0 may be 0 (slot 0): written as a slot, like a descent.
-    const escaped = !ascending || delta === 0
-    const size = (escaped ? 1 : 0) + varintBytes(delta)
+    const previous = this.lengths[list] === 0 ? -1 : this.lasts[list]!
+    const distance = distanceOf(previous, value)
+    const size = entryBytes(previous, value)
     let tail = this.tails[list]!
     let page = this.pages[tail >>> pageBytesLog2]!
     let at = tail & pageByteMask
@@ -152,12 +149,15 @@ export class PostingPool {
       at = blockAt
     }
     let write = at + blockHeaderBytes + blockUsed(page, at)
-    if (escaped) page[write++] = 0
-    while (delta >= 0x80) {
-      page[write++] = (delta & 0x7f) | 0x80
-      delta >>>= 7
+    if (distance === 0) page[write++] = 0
+    // Divided, not shifted: the first entry's distance can be 2^32 (slot 2^32 - 1 from -1).
+    for (let rest = distance === 0 ? value : distance; ; rest = Math.floor(rest / 0x80)) {
+      if (rest < 0x80) {
+        page[write++] = rest
+        break
+      }
+      page[write++] = (rest & 0x7f) | 0x80
     }
-    page[write++] = delta
     setBlockUsed(page, at, write - at - blockHeaderBytes)
     this.lasts[list] = value
     this.lengths[list]!++
@@ -174,7 +174,7 @@ export class PostingPool {
     const out = this.decoded
     const pages = this.pages
     let filled = 0
-    let value = 0
+    let value = -1
     for (let block = this.heads[list]!; block !== 0; ) {
       const page = pages[block >>> pageBytesLog2]!
       const at = block & pageByteMask
@@ -215,13 +215,7 @@ export class PostingPool {
       const entries = this.entriesOf(list)
       // Its first block sized to the list's encoding (at most `postingBlockBytesMax`), then appended as before.
       let bytes = 0
-      let last = 0
-      for (let i = 0; i < entries.length; i++) {
-        const value = entries[i]!
-        const ascending = i === 0 ? value > 0 : value > last
-        bytes += (ascending ? 0 : 1) + varintBytes(ascending ? value - (i === 0 ? 0 : last) : value)
-        last = value
-      }
+      for (let i = 0; i < entries.length; i++) bytes += entryBytes(i === 0 ? -1 : entries[i - 1]!, entries[i]!)
       copy.listBytes[list] = Math.min(postingBlockBytesMax, bytes) * 2
       for (let i = 0; i < entries.length; i++) copy.append(list, entries[i]!)
     }
@@ -240,9 +234,18 @@ export class PostingPool {
   }
 }
 
-/** Bytes of `value`'s LEB128 encoding. */
+/** Bytes of `value`'s LEB128 encoding (up to 2^35). */
 const varintBytes = (value: number): number =>
   value < 0x80 ? 1 : value < 0x4000 ? 2 : value < 0x20_0000 ? 3 : value < 0x1000_0000 ? 4 : 5
+
+/** The distance `value` is written as after `previous` (-1 before a list's first): 0 when written as an escaped slot. */
+const distanceOf = (previous: number, value: number): number => (value > previous ? value - previous : 0)
+
+/** Bytes `value` takes in a list after `previous` (see `distanceOf`). */
+const entryBytes = (previous: number, value: number): number => {
+  const distance = distanceOf(previous, value)
+  return distance === 0 ? 1 + varintBytes(value) : varintBytes(distance)
+}
 
 const blockNext = (page: Uint8Array, at: number): number =>
   (page[at]! | (page[at + 1]! << 8) | (page[at + 2]! << 16) | (page[at + 3]! << 24)) >>> 0

@@ -46,8 +46,13 @@ export const withFlagsAtStart = <A>(run: () => A): A => {
   try {
     return run()
   } finally {
-    for (const [name, value] of now()) setFlagsFromString(`--${name}=${value}`)
+    setFlagsAgain()
   }
+}
+
+/** Sets every flag changed at run time to the value this process wants it at now. */
+const setFlagsAgain = (): void => {
+  for (const [name, value] of now()) setFlagsFromString(`--${name}=${value}`)
 }
 
 /**
@@ -58,17 +63,14 @@ export const withFlagsAtStart = <A>(run: () => A): A => {
  * starts goes through here.
  */
 export const keepV8FlagsAcross = (worker: Worker): Worker => {
-  const setAgain = () => {
-    for (const [name, value] of now()) setFlagsFromString(`--${name}=${value}`)
-  }
   // The worker's heap is made (and the flag undone) on its own thread some time before it is online,
   // a moment the main thread cannot see: set every millisecond meanwhile, a heap of this thread that
   // collects in that time could grow (the main thread's young generation went 8 -> 16 MiB on Node 22
   // as the search thread started, in 3 of 3 runs of the 10k graph workload).
-  const meanwhile = now().size === 0 ? undefined : setInterval(setAgain, 1)
+  const meanwhile = now().size === 0 ? undefined : setInterval(setFlagsAgain, 1)
   const done = () => {
     if (meanwhile !== undefined) clearInterval(meanwhile)
-    setAgain()
+    setFlagsAgain()
   }
   worker.once("online", done)
   worker.once("error", done)

@@ -274,15 +274,15 @@ export class LexicalIndex {
   /** Indexes document `num` (which must not be indexed already) with its tokenized fields. */
   add(num: number, store: string, fieldTerms: ReadonlyArray<ReadonlyArray<string>>): void {
     const terms = packTerms(fieldTerms.map((field) => field.map((term) => this.termId(term))))
+    const starts = fieldTerms.map((_, f) => fieldStart(terms, 0, f))
     fieldTerms.forEach((field, f) => {
       this.totalLengths[f]! += field.length
-      const start = fieldStart(terms, 0, f)
-      for (let i = start; i < start + terms[2 * f + 1]!; i++) {
+      for (let i = starts[f]!; i < starts[f]! + terms[2 * f + 1]!; i++) {
         const id = terms[i]!
         this.post(f, id, num)
         // Counted once a document: in the first field that has it.
         let earlier = false
-        for (let g = 0; g < f && !earlier; g++) earlier = holdsId(terms, fieldStart(terms, 0, g), terms[2 * g + 1]!, id)
+        for (let g = 0; g < f && !earlier; g++) earlier = holdsId(terms, starts[g]!, terms[2 * g + 1]!, id)
         if (!earlier) this.df[id]!++
       }
     })
