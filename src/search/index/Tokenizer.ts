@@ -18,6 +18,9 @@ export const tokensPerTextMax = 4096
 
 const wordPattern = /[\p{L}\p{N}]+/gu
 const camelBoundary = /(?<=[\p{Ll}\p{N}])(?=\p{Lu})|(?<=\p{Lu})(?=\p{Lu}\p{Ll})/u
+/** Both camelCase boundaries need an upper-case letter beside them: a run without one is one word. */
+const upperCase = /\p{Lu}/u
+const asciiOnly = /^[^\u0080-\uffff]*$/
 
 /** English stop words ignored by the full-text index. */
 export const stopWords: ReadonlySet<string> = new Set(
@@ -31,18 +34,73 @@ export const stopWords: ReadonlySet<string> = new Set(
   ).split(" "),
 )
 
-/** Raw words of a text, in order: alphanumeric runs split at camelCase, each with its whole run. */
+/** Visits one alphanumeric run: lower-cased, cut at its camelCase boundaries (`parts`), each with the whole. */
+const visitRun = (
+  run: string,
+  parts: ReadonlyArray<string> | undefined,
+  visit: (word: string, whole: string | undefined) => boolean,
+): boolean => {
+  if (parts === undefined || parts.length === 1) return visit(run.toLowerCase().slice(0, tokenLengthMax), undefined)
+  const whole = run.toLowerCase().slice(0, tokenLengthMax)
+  for (const part of parts) if (!visit(part.toLowerCase().slice(0, tokenLengthMax), whole)) return false
+  return true
+}
+
+const isAsciiAlphanumeric = (code: number) =>
+  (code >= 97 && code <= 122) || (code >= 65 && code <= 90) || (code >= 48 && code <= 57)
+const isAsciiUpper = (code: number) => code >= 65 && code <= 90
+const isAsciiLower = (code: number) => code >= 97 && code <= 122
+
+/**
+ * `run.split(camelBoundary)` for an ASCII run, without the regex (whose `split` builds a regex
+ * object and an array each call: a fifth of what the search thread allocated a document).
+ */
+const asciiCamelParts = (run: string): Array<string> => {
+  const parts: Array<string> = []
+  let start = 0
+  for (let at = 1; at < run.length; at++) {
+    const before = run.charCodeAt(at - 1)
+    const here = run.charCodeAt(at)
+    if (!isAsciiUpper(here)) continue
+    const afterLowerOrDigit = isAsciiLower(before) || (before >= 48 && before <= 57)
+    const acronymEnd = isAsciiUpper(before) && at + 1 < run.length && isAsciiLower(run.charCodeAt(at + 1))
+    if (afterLowerOrDigit || acronymEnd) {
+      parts.push(run.slice(start, at))
+      start = at
+    }
+  }
+  parts.push(run.slice(start))
+  return parts
+}
+
+/**
+ * Raw words of a text, in order: alphanumeric runs split at camelCase, each with its whole run.
+ * ASCII text (most of it) is scanned by character codes, which allocates only the words; other
+ * text goes through the Unicode patterns. Both give the same words (a property test holds them to
+ * the patterns).
+ */
 const rawWords = (text: string, visit: (word: string, whole: string | undefined) => boolean): void => {
+  if (asciiOnly.test(text)) {
+    const length = text.length
+    for (let at = 0; at < length; ) {
+      while (at < length && !isAsciiAlphanumeric(text.charCodeAt(at))) at++
+      if (at === length) return
+      const start = at
+      let upper = false
+      for (; at < length; at++) {
+        const code = text.charCodeAt(at)
+        if (!isAsciiAlphanumeric(code)) break
+        if (isAsciiUpper(code)) upper = true
+      }
+      const run = text.slice(start, at)
+      if (!visitRun(run, upper ? asciiCamelParts(run) : undefined, visit)) return
+    }
+    return
+  }
   wordPattern.lastIndex = 0
   for (let match = wordPattern.exec(text); match !== null; match = wordPattern.exec(text)) {
     const run = match[0]
-    const parts = run.split(camelBoundary)
-    if (parts.length === 1) {
-      if (!visit(run.toLowerCase().slice(0, tokenLengthMax), undefined)) return
-      continue
-    }
-    const whole = run.toLowerCase().slice(0, tokenLengthMax)
-    for (const part of parts) if (!visit(part.toLowerCase().slice(0, tokenLengthMax), whole)) return
+    if (!visitRun(run, upperCase.test(run) ? run.split(camelBoundary) : undefined, visit)) return
   }
 }
 
