@@ -13,12 +13,17 @@
  * or another runtime, or rejected by V8 costs only the compilation it would have saved: the file
  * is compiled from source as without one.
  */
-import { createHash } from "node:crypto"
 import { closeSync, fstatSync, openSync, readSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { dirname } from "node:path"
 import { constants, Script } from "node:vm"
 import { withFlagsAtStart } from "../runtime/V8Flags.ts"
+
+/**
+ * `node:crypto`, loaded when a cache is first checked rather than as the launcher loads: a `serve`
+ * that re-executes itself (AllocatorEnv.ts) decides before it, and loading it took ~5 ms.
+ */
+const crypto = (): typeof import("node:crypto") => createRequire(import.meta.url)("node:crypto")
 
 /** Bytes of the digest at the start of a cache. */
 const digestBytes = 32
@@ -84,7 +89,7 @@ export const runWithCodeCache = (file: string, cacheFiles: ReadonlyArray<string>
   // was ~11 µs on the machine of docs/benchmarks.md, and the two are 2.4 and 2.7 MB).
   const buffer = Buffer.allocUnsafeSlow(Math.max(sizeOf(file), ...cacheFiles.map(sizeOf)))
   const bytes = readInto(file, buffer)
-  const digest = createHash("sha256").update(bytes).update(`\0${process.version}\0${process.arch}`).digest()
+  const digest = crypto().createHash("sha256").update(bytes).update(`\0${process.version}\0${process.arch}`).digest()
   const source = bytes.toString("latin1")
   let offered: string | undefined
   let cachedData: Buffer | undefined

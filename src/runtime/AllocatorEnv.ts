@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs"
+
 /**
  * glibc malloc's settings for a daemon, given in its environment by the shim when it starts one;
  * a `serve` started any other way (`serve --stdio` by a client, `npm start`, a unit) re-executes
@@ -38,12 +40,21 @@ export interface Reexecutable {
   readonly runsOnGlibc: () => boolean
 }
 
-const glibcRuntime = (): boolean => {
-  const report = process.report as NodeJS.ProcessReport & { excludeNetwork?: boolean }
-  // The report's network section (Node 20.13 and later can leave it out) would look up every interface.
-  report.excludeNetwork = true
-  const header = (report.getReport() as { header?: { glibcVersionRuntime?: string } }).header
-  return header?.glibcVersionRuntime !== undefined
+/**
+ * Whether this process runs on glibc: its shared library, `libc.so.6`, is mapped. Read from
+ * /proc/self/maps (0.2 ms) rather than `process.report`'s header (2–3 ms to build the whole
+ * report, in front of every daemon's start); where /proc cannot be read, the report says.
+ */
+export const runsOnGlibc = (): boolean => {
+  try {
+    return /\/libc\.so\.6$/m.test(readFileSync("/proc/self/maps", "latin1"))
+  } catch {
+    const report = process.report as NodeJS.ProcessReport & { excludeNetwork?: boolean }
+    // The report's network section (Node 20.13 and later can leave it out) would look up every interface.
+    report.excludeNetwork = true
+    const header = (report.getReport() as { header?: { glibcVersionRuntime?: string } }).header
+    return header?.glibcVersionRuntime !== undefined
+  }
 }
 
 /**
@@ -64,7 +75,7 @@ export const withAllocatorSettings = (
     execArgv: process.execArgv,
     argv: process.argv,
     execve: (process as { execve?: Reexecutable["execve"] }).execve?.bind(process),
-    runsOnGlibc: glibcRuntime,
+    runsOnGlibc,
   },
 ): void => {
   if (self.platform !== "linux" || self.execve === undefined || givesAllocatorSettings(self.env)) return

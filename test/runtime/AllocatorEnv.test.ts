@@ -5,7 +5,7 @@
  * environment of the pid its client started.
  */
 import { assert, describe, it } from "vitest"
-import { allocatorEnv, type Reexecutable, withAllocatorSettings } from "../../src/runtime/AllocatorEnv.ts"
+import { allocatorEnv, type Reexecutable, runsOnGlibc, withAllocatorSettings } from "../../src/runtime/AllocatorEnv.ts"
 
 /** What `withAllocatorSettings` did with a process like `overrides`: the execve it made, if any. */
 const reexecutionOf = (overrides: Partial<Reexecutable>) => {
@@ -54,5 +54,12 @@ describe("serve's re-execution with glibc's allocator settings", () => {
       assert.deepStrictEqual(reexecutionOf(overrides), [], `re-executed with ${what}`)
     // A tunable of something else leaves the thresholds to be set.
     assert.lengthOf(reexecutionOf({ env: { GLIBC_TUNABLES: "glibc.pthread.rseq=0" } }), 1)
+  })
+
+  it("tells glibc from its mapped library as process.report's header does", () => {
+    const report = process.report as NodeJS.ProcessReport & { excludeNetwork?: boolean }
+    report.excludeNetwork = true
+    const header = (report.getReport() as { header?: { glibcVersionRuntime?: string } }).header
+    assert.strictEqual(runsOnGlibc(), header?.glibcVersionRuntime !== undefined)
   })
 })
