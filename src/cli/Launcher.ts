@@ -10,7 +10,8 @@
  *   top level. It is made for the Node that ran the build.
  * - On any other Node (users run 20, 22 and 24), or when V8 refuses the build's (other V8 flags),
  *   one of the user's own (CodeCacheDir.ts), per runtime and per role: `mcp` for the shim, `serve`
- *   for everything else. A `serve` or `mcp` process that had none writes it, trained by what it
+ *   for everything else; after a refusal of the build's, offered before it. A `serve` or `mcp`
+ *   process that V8 took no cache from writes it, trained by what it
  *   ran, before its first idle collection (CodeCacheWriter.ts) or as it exits if none came; the
  *   next start on that runtime uses it. Two installations of different builds
  *   on one runtime take turns at it (each start then compiles, as without a cache).
@@ -22,6 +23,7 @@
  * The bundle's `import()` of the packages left outside it is made here (PackageImport.ts): code
  * restored from V8's code cache cannot run `import()`.
  */
+import { existsSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -52,8 +54,21 @@ const runCached = () => {
     userCacheDir === undefined
       ? undefined
       : join(userCacheDir, `${command === "mcp" ? "mcp" : "serve"}-${process.version}-${process.arch}.cache`)
-  // The user's own first: it exists only where the build's did not serve.
-  const run = runWithCodeCache(bundle, [...(userCache === undefined ? [] : [userCache]), `${bundle}.cache`])
+  const buildCache = `${bundle}.cache`
+  // V8 takes the first cache offered or none (a second offer in one process meets the code it
+  // compiled for the first), so the order is chosen before: the build's first, since it holds what
+  // a whole first session ran; the user's first once V8 has refused the build's here (other V8
+  // flags: `--max-old-space-size` in NODE_OPTIONS is one), which `refusedMark` records. Offering
+  // the user's first always made a poor one (written once by a process the build's did not serve)
+  // every later start's, ~100 ms slower (docs/benchmarks.md, "The build's code cache first").
+  const refusedMark = userCache === undefined ? undefined : `${userCache}.build-refused`
+  const userFirst = refusedMark !== undefined && existsSync(refusedMark)
+  const caches = userCache === undefined ? [buildCache] : userFirst ? [userCache, buildCache] : [buildCache, userCache]
+  const run = runWithCodeCache(bundle, caches)
+  if (run.offered === buildCache && run.rejected && refusedMark !== undefined)
+    try {
+      writeFileSync(refusedMark, "", { mode: 0o600 })
+    } catch {}
   const writeTo =
     cacheOut ??
     ((command === "serve" || command === "mcp") && (run.offered === undefined || run.rejected) ? userCache : undefined)

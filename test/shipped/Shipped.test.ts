@@ -585,11 +585,11 @@ process.stdout.write = (...args) => { process.stderr.write(new Error("probe").st
   it("starts from a code cache made for this Node: the build's, or one of its own written once", async () => {
     const cacheHome = tempDir("mnemos-shipped-cache-")
     const dataDir = tempDir("mnemos-shipped-cached-")
-    const serve = async (text: string) => {
+    const serve = async (text: string, env: NodeJS.ProcessEnv = {}) => {
       const ended = await runProductWith(
         ["serve", "--stdio", "--data-dir", dataDir],
         initialize + initialized + noteCall(2, text),
-        { XDG_CACHE_HOME: cacheHome },
+        { XDG_CACHE_HOME: cacheHome, ...env },
       )
       assert.strictEqual(ended.code, 0, ended.stderr)
       assert.include(JSON.stringify(answersOf(ended.stdout).find((message) => message.id === 2)), text)
@@ -604,6 +604,24 @@ process.stdout.write = (...args) => { process.stderr.write(new Error("probe").st
     await serve("a first start")
     if (buildsIsThisNodes) {
       assert.isFalse(existsSync(own), "wrote a cache of its own beside the build's, made for this Node")
+      // One of its own left by an earlier start (here one V8 refuses): the build's still serves
+      // first, so it is neither compiled around nor written again.
+      mkdirSync(dirname(own), { recursive: true })
+      const planted = Buffer.concat([madeFor, Buffer.alloc(4096, 7)])
+      writeFileSync(own, planted)
+      await serve("a start beside a cache of its own")
+      assert.isTrue(readFileSync(own).equals(planted), "the user's cache was offered before the build's")
+      // Under other V8 flags V8 refuses the build's: a cache of its own is written and, from the
+      // next start on, offered first (and taken: not written again).
+      rmSync(own)
+      const otherFlags = { NODE_OPTIONS: "--max-old-space-size=4096" }
+      await serve("a start under other V8 flags", otherFlags)
+      assert.isTrue(existsSync(own), "wrote no cache of its own where V8 refused the build's")
+      assert.isTrue(existsSync(`${own}.build-refused`), "did not record that V8 refused the build's")
+      const written = statSync(own)
+      await serve("a second start under them", otherFlags)
+      const after = statSync(own)
+      assert.deepStrictEqual([after.ino, after.mtimeMs], [written.ino, written.mtimeMs], "its own cache was not taken")
       return
     }
     assert.isTrue(existsSync(own), "wrote no code cache for a Node the build's was not made for")
