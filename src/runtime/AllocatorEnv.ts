@@ -62,7 +62,7 @@ export const runsOnGlibc = (): boolean => {
  * environment, when that can matter and Node can: on Linux with glibc, with `process.execve`
  * (Node 22.15 and later, 23.11 and later), when the environment does not set the thresholds
  * already. Call it first thing, before any thread or stream is started: it does not return when it
- * re-executes. Costs one start of Node, about 25 ms to a first answer; in exchange the 10k graph
+ * re-executes. Costs one start of Node, 25–30 ms to a first answer; in exchange the 10k graph
  * workload peaked 26–43 MiB lower on Node 22 (docs/benchmarks.md, "glibc's thresholds for every daemon"). On Node
  * 20 (no `execve`) a `serve` not started by the shim keeps glibc's defaults unless its environment
  * gives them (docs/operations.md).
