@@ -5,11 +5,9 @@
  * Protocol: `{ id, texts }` in; `{ id, vectors }` (each a transferred Float32Array or null) or
  * `{ id, error }` out. The first message back is `{ ready: true }` or `{ ready: false, error }`.
  * Started with `{ build: dir }` instead, it builds the default model there (first run without
- * `npm run build`) and answers `{ built }`. It runs at a lower priority than the main thread
- * (ThreadPriority.ts), and so do the ONNX runtime's threads it starts.
+ * `npm run build`) and answers `{ built }`.
  */
 import { parentPort, workerData } from "node:worker_threads"
-import { yieldToMainThread } from "../../runtime/ThreadPriority.ts"
 import { type EncoderConfig, loadEncoder } from "./EncoderLoader.ts"
 import { buildStaticModel } from "./StaticModelBuild.ts"
 
@@ -25,7 +23,6 @@ export type WorkerReply =
   | { readonly built: true }
   | { readonly built: false; readonly error: string }
 
-yieldToMainThread()
 const port = parentPort
 const data = workerData as EncoderConfig | { readonly build: string }
 if (port !== null && "build" in data) {
