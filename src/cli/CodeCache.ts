@@ -38,9 +38,9 @@ export interface CodeCacheRun {
   /**
    * Writes a cache of the file to `cacheFile` (whole or not at all: a new file renamed over the
    * old); called after a run, it holds every function the run compiled, not only the file's top
-   * level.
+   * level. With `onlyIfLargerThan`, a cache of at most that many bytes is not written.
    */
-  readonly writeCache: (cacheFile: string) => void
+  readonly writeCache: (cacheFile: string, onlyIfLargerThan?: number) => void
 }
 
 /**
@@ -111,11 +111,12 @@ export const runWithCodeCache = (file: string, cacheFiles: ReadonlyArray<string>
     offered,
     rejected: cachedData !== undefined && script.cachedDataRejected === true,
     exports: module.exports,
-    writeCache: (cacheFile) => {
+    writeCache: (cacheFile, onlyIfLargerThan = -1) => {
       // V8 stamps a cache with a hash of its flags as they are now, and refuses one stamped
       // differently: it is made with the flags the process changed as it ran as a new process has
       // them (V8Flags.ts), which are then set again: it may be written mid-run (Launcher.ts).
       const data = withFlagsAtStart(() => script.createCachedData())
+      if (digest.length + data.length <= onlyIfLargerThan) return
       const partial = `${cacheFile}.${process.pid}.partial`
       try {
         writeFileSync(partial, Buffer.concat([digest, data]), { mode: 0o600 })

@@ -11,7 +11,8 @@
  * - On any other Node (users run 20, 22 and 24), or when V8 refuses the build's (other V8 flags),
  *   one of the user's own (CodeCacheDir.ts), per runtime and per role: `mcp` for the shim, `serve`
  *   for everything else; after a refusal of the build's, offered before it. A `serve` or `mcp`
- *   process that V8 took no cache from writes it, trained by what it
+ *   process that V8 took no cache from writes it (and a `serve` whose cache was thin, `thinShare`,
+ *   writes it again), trained by what it
  *   ran, before its first idle collection (CodeCacheWriter.ts) or as it exits if none came; the
  *   next start on that runtime uses it. Two installations of different builds
  *   on one runtime take turns at it (each start then compiles, as without a cache).
@@ -23,7 +24,7 @@
  * The bundle's `import()` of the packages left outside it is made here (PackageImport.ts): code
  * restored from V8's code cache cannot run `import()`.
  */
-import { existsSync, writeFileSync } from "node:fs"
+import { existsSync, statSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -46,6 +47,25 @@ delete process.env[codeCacheOutEnv]
 ;(globalThis as { [packageImporterKey]?: (specifier: string) => Promise<unknown> })[packageImporterKey] = (specifier) =>
   import(specifier)
 
+/**
+ * A user's `serve` cache under this share of the build's size (which a whole first session
+ * trained: 2.8–3.0 MB) was written before its process ran the usual calls: on Node 22 and 24 caches
+ * written after a session measured 89–97 % of it, one written by a `serve` closed at once 83 %,
+ * two written early 53 and 60 %, and starts from those took 30–130 ms longer (docs/benchmarks.md,
+ * "A thin code cache written again"). V8 takes such a cache, so nothing else would replace it: a
+ * `serve` started from one writes it again, if what it ran makes a larger one.
+ */
+const thinShare = 0.85
+
+/** The size of the file at `path`, 0 if there is none. */
+const sizeOf = (path: string) => {
+  try {
+    return statSync(path).size
+  } catch {
+    return 0
+  }
+}
+
 /** Runs the bundle with V8's code cache, and writes a cache of its own after the run where it had none. */
 const runCached = () => {
   const command = process.argv[2]
@@ -65,13 +85,21 @@ const runCached = () => {
   const userFirst = refusedMark !== undefined && existsSync(refusedMark)
   const caches = userCache === undefined ? [buildCache] : userFirst ? [userCache, buildCache] : [buildCache, userCache]
   const run = runWithCodeCache(bundle, caches)
+  // A `serve` started from a thin cache of the user's writes it again, if larger (`thinShare`).
+  const thinSize =
+    command !== "mcp" && userCache !== undefined && run.offered === userCache && !run.rejected
+      ? sizeOf(userCache)
+      : undefined
+  const thin = thinSize !== undefined && thinSize < thinShare * sizeOf(buildCache)
   if (run.offered === buildCache && run.rejected && refusedMark !== undefined)
     try {
       writeFileSync(refusedMark, "", { mode: 0o600 })
     } catch {}
   const writeTo =
     cacheOut ??
-    ((command === "serve" || command === "mcp") && (run.offered === undefined || run.rejected) ? userCache : undefined)
+    ((command === "serve" || command === "mcp") && (run.offered === undefined || run.rejected || thin)
+      ? userCache
+      : undefined)
   // After the run, so that the cache holds every function it compiled: before the first idle
   // collection (which drops the bytecode of what is not running, CodeCacheWriter.ts), or as the
   // process exits if none came. A cache that cannot be written (a full disk, a read-only home)
@@ -79,7 +107,7 @@ const runCached = () => {
   if (writeTo !== undefined) {
     leaveCodeCacheWriter(() => {
       try {
-        run.writeCache(writeTo)
+        run.writeCache(writeTo, thin && writeTo === userCache ? thinSize : undefined)
       } catch {}
     })
     // Writes it only if the idle collection has not (the writer is taken once).

@@ -645,6 +645,19 @@ process.stdout.write = (...args) => { process.stderr.write(new Error("probe").st
     const after = statSync(own)
     // Rewritten (a new file renamed over it) only when V8 refused it.
     assert.deepStrictEqual([after.ino, after.mtimeMs], [written.ino, written.mtimeMs], "V8 refused the cache it wrote")
+    // A thin one (here the bundle's top level alone, which V8 takes) is written again by a start
+    // that ran more: nothing else would replace it.
+    const thin = join(cacheHome, "top-level.cache")
+    execFileSync(productNode, [
+      "-e",
+      `const fs = require("node:fs"), vm = require("node:vm")
+       const source = fs.readFileSync(${JSON.stringify(bundle)}).toString("latin1")
+       const data = new vm.Script(source).createCachedData()
+       fs.writeFileSync(${JSON.stringify(thin)}, Buffer.concat([Buffer.from(${JSON.stringify(madeFor.toString("hex"))}, "hex"), data]))`,
+    ])
+    writeFileSync(own, readFileSync(thin))
+    await serve("a start from a thin cache")
+    assert.isAbove(statSync(own).size, statSync(thin).size, "a thin cache was not written again")
   })
 
   it("editor tools against a Neovim that has quit answer NOT_FOUND, not an internal error", async () => {
