@@ -71,7 +71,7 @@ const cachedDataOf = (cacheFile: string, digest: Buffer, buffer: Buffer): Buffer
 }
 
 /** The size of the file at `path`, 0 if there is none. */
-const sizeOf = (path: string) => {
+export const fileSize = (path: string): number => {
   try {
     return statSync(path).size
   } catch {
@@ -87,7 +87,7 @@ const sizeOf = (path: string) => {
 export const runWithCodeCache = (file: string, cacheFiles: ReadonlyArray<string>): CodeCacheRun => {
   // One buffer for the file and then its cache: a start faults in its pages once (each new page
   // was ~11 µs on the machine of docs/benchmarks.md, and the two are 2.4 and 2.7 MB).
-  const buffer = Buffer.allocUnsafeSlow(Math.max(sizeOf(file), ...cacheFiles.map(sizeOf)))
+  const buffer = Buffer.allocUnsafeSlow(Math.max(fileSize(file), ...cacheFiles.map(fileSize)))
   const bytes = readInto(file, buffer)
   const digest = crypto().createHash("sha256").update(bytes).update(`\0${process.version}\0${process.arch}`).digest()
   const source = bytes.toString("latin1")

@@ -24,13 +24,13 @@
  * The bundle's `import()` of the packages left outside it is made here (PackageImport.ts): code
  * restored from V8's code cache cannot run `import()`.
  */
-import { existsSync, statSync, writeFileSync } from "node:fs"
+import { existsSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { withAllocatorSettings } from "../runtime/AllocatorEnv.ts"
 import { leaveCodeCacheWriter, writePendingCodeCache } from "../runtime/CodeCacheWriter.ts"
-import { runWithCodeCache } from "./CodeCache.ts"
+import { fileSize, runWithCodeCache } from "./CodeCache.ts"
 import { codeCacheDir } from "./CodeCacheDir.ts"
 import { packageImporterKey } from "./PackageImport.ts"
 
@@ -57,15 +57,6 @@ delete process.env[codeCacheOutEnv]
  */
 const thinShare = 0.85
 
-/** The size of the file at `path`, 0 if there is none. */
-const sizeOf = (path: string) => {
-  try {
-    return statSync(path).size
-  } catch {
-    return 0
-  }
-}
-
 /** Runs the bundle with V8's code cache, and writes a cache of its own after the run where it had none. */
 const runCached = () => {
   const command = process.argv[2]
@@ -86,18 +77,16 @@ const runCached = () => {
   const caches = userCache === undefined ? [buildCache] : userFirst ? [userCache, buildCache] : [buildCache, userCache]
   const run = runWithCodeCache(bundle, caches)
   // A `serve` started from a thin cache of the user's writes it again, if larger (`thinShare`).
-  const thinSize =
-    command !== "mcp" && userCache !== undefined && run.offered === userCache && !run.rejected
-      ? sizeOf(userCache)
-      : undefined
-  const thin = thinSize !== undefined && thinSize < thinShare * sizeOf(buildCache)
+  const userTaken = command === "serve" && run.offered !== undefined && run.offered === userCache && !run.rejected
+  const userSize = userTaken ? fileSize(run.offered) : 0
+  const thinSize = userTaken && userSize < thinShare * fileSize(buildCache) ? userSize : undefined
   if (run.offered === buildCache && run.rejected && refusedMark !== undefined)
     try {
       writeFileSync(refusedMark, "", { mode: 0o600 })
     } catch {}
   const writeTo =
     cacheOut ??
-    ((command === "serve" || command === "mcp") && (run.offered === undefined || run.rejected || thin)
+    ((command === "serve" || command === "mcp") && (run.offered === undefined || run.rejected || thinSize !== undefined)
       ? userCache
       : undefined)
   // After the run, so that the cache holds every function it compiled: before the first idle
@@ -107,7 +96,7 @@ const runCached = () => {
   if (writeTo !== undefined) {
     leaveCodeCacheWriter(() => {
       try {
-        run.writeCache(writeTo, thin && writeTo === userCache ? thinSize : undefined)
+        run.writeCache(writeTo, cacheOut === undefined ? thinSize : undefined)
       } catch {}
     })
     // Writes it only if the idle collection has not (the writer is taken once).

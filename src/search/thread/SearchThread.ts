@@ -34,10 +34,11 @@ import { startModuleWorker } from "./WorkerModule.ts"
 /**
  * The search thread's young generation, in MiB (V8's default is sized for throughput, ~16–32). A
  * small daemon keeps 10–20 MiB less resident with it, at the same CPU; at 20,000 entities neither
- * changes beyond the noise (docs/benchmarks.md, footprint). Halved to 4 MiB it lowered the 10k graph
- * workload's peak only while the tokenizer's ASCII path (reverted) halved what the thread allocates
- * (docs/benchmarks.md, "The search thread: less allocation a document"). The thread starts with all
- * of it, which the daemon's hold then keeps (YoungGeneration.ts).
+ * changes beyond the noise (docs/benchmarks.md, footprint). Halved to 4 MiB, with the tokenizer's
+ * ASCII path halving what the thread allocates, the 10k graph workload's peak fell a few MiB at the
+ * median inside a spread of 20, for collections twice as often: not taken (docs/benchmarks.md,
+ * "Measured and not taken (issue 28, 2026-12-05, tenth session)"). The thread starts with all of
+ * it, which the daemon's hold then keeps (YoungGeneration.ts).
  */
 export const searchThreadYoungGenerationMb = 8
 
