@@ -65,6 +65,8 @@ export interface EngineConfig {
     /** How long after the start a small index warms up (Indexer.ts; at once by default). */
     readonly mainThreadWarmUpAfterMs?: number
   }
+  /** search_nodes' read model (GraphSearch.ts): tests shorten its build's slices. */
+  readonly graphSearch?: GraphSearch.GraphSearchOptions
   /** A shared memory: every store's log is a JetStream stream on these NATS servers (docs/scaling.md). */
   readonly nats?: NatsSettings
 }
@@ -162,7 +164,7 @@ export const layer = (config: EngineConfig) => {
       ? Layer.empty
       : Layer.unwrap(Effect.promise(async () => (await import("./cluster/CompactionFollower.ts")).layer))
   return Layer.mergeAll(
-    GraphSearch.layer,
+    GraphSearch.layerWith(config.graphSearch),
     AuditLedger.layer,
     RecordExpiry.layer(recordStores),
     presence,

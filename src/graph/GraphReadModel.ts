@@ -8,7 +8,7 @@
  * Answers equal `searchNodesByScan` on the same view — the same entities in creation order and
  * every relation with at least one end among them.
  */
-import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
+import type { KeyRange, StoreView } from "../stores/checkpoint/Checkpoint.ts"
 import {
   entitiesInOrder,
   type GraphEntityRecord,
@@ -39,6 +39,10 @@ interface CachedRelation {
   readonly order: number
 }
 
+/** `range` from just after `key` (the smallest string above it), or whole. */
+const after = (range: KeyRange, key: string | undefined): KeyRange =>
+  key === undefined ? range : { ...range, start: `${key}\u0000` }
+
 const textsOf = (entity: GraphEntityRecord): ReadonlyArray<string> => [
   entity.name,
   entity.entityType,
@@ -54,22 +58,59 @@ export class ProjectReadModel {
   /** Name → creation orders of the relations touching it (numbers: cheap to hash and to sort). */
   private readonly adjacency = new Map<string, Set<number>>()
 
+  /** How far a model being built has read (`buildFrom`): the last creation-order key of each kind. */
+  private entitiesReadTo: string | undefined
+  private relationsReadTo: string | undefined
+  private built = false
+
   private constructor(private readonly project: string) {}
 
-  /** Builds the model of `project` from the store's current state. */
+  /** Builds the model of `project` from the store's current state, at once. */
   static build(view: StoreView, project: string): ProjectReadModel {
-    const model = new ProjectReadModel(project)
-    // In creation order, so the index's slots (insertion order) are creation order too.
-    for (const { value } of view.getRange(entitiesInOrder(project))) {
-      const entity = getEntity(view, project, value as string)
-      if (entity !== undefined) model.putEntity(entity)
-    }
-    for (const { value } of view.getRange(relationsInOrder(project))) {
-      const relation = view.get(value as string) as GraphRelationRecord | undefined
-      if (relation !== undefined) model.putRelation(value as string, relation)
-    }
-    model.index.compact()
+    const model = ProjectReadModel.building(project)
+    model.buildFrom(view, Number.POSITIVE_INFINITY)
     return model
+  }
+
+  /** A model of `project` to be built a slice at a time (`buildFrom`). */
+  static building(project: string): ProjectReadModel {
+    return new ProjectReadModel(project)
+  }
+
+  /**
+   * Reads the next entities, then relations, in creation order from `view` (so the index's slots,
+   * in insertion order, are creation order too), for about `sliceMs`; true once all are read. Each
+   * slice may see a later state of the store than the one before: what changed in between is for
+   * the caller to refresh from its events, as it does after the build (re-reading is idempotent).
+   */
+  buildFrom(view: StoreView, sliceMs: number): boolean {
+    if (this.built) return true
+    const startedAt = performance.now()
+    // The clock is read after each entity or relation (~0.1 µs; an entity takes ~30 µs to index).
+    const due = () => performance.now() - startedAt >= sliceMs
+    if (this.relationsReadTo === undefined) {
+      for (const { key, value } of view.getRange(after(entitiesInOrder(this.project), this.entitiesReadTo))) {
+        const entity = getEntity(view, this.project, value as string)
+        if (entity !== undefined) this.putEntity(entity)
+        this.entitiesReadTo = key
+        if (due()) return false
+      }
+      this.relationsReadTo = ""
+    }
+    for (const { key, value } of view.getRange(
+      after(relationsInOrder(this.project), this.relationsReadTo || undefined),
+    )) {
+      const relation = view.get(value as string) as GraphRelationRecord | undefined
+      if (relation !== undefined) {
+        this.removeRelation(value as string)
+        this.putRelation(value as string, relation)
+      }
+      this.relationsReadTo = key
+      if (due()) return false
+    }
+    this.index.compact()
+    this.built = true
+    return true
   }
 
   get size(): number {

@@ -74,11 +74,24 @@ const textSeparator = "\u0000"
 const textEnd = 0x1_0000
 
 /**
- * Block layout in the pool: [next block: 4 bytes][capacity: 2 bytes][used: 2 bytes][entries]. A
- * block is named by its first byte's place, `page << pageBytesLog2 | byte within the page`; 0 (the
- * first page's first byte, never used) means none.
+ * Block layout in the pool: [next block: 4 bytes][used: 2 bytes][entries]. A block is named by its
+ * first byte's place, `page << pageBytesLog2 | byte within the page`; 0 (the first page's first
+ * byte, never used) means none. Its room is known only while it is its list's last block
+ * (`fieldTailCapacity`): the others are never written again.
  */
-const blockHeaderBytes = 8
+const blockHeaderBytes = 6
+
+/** A list's numbers in `PostingPool`'s table: its first and last blocks, its entries, its last entry, */
+const fieldHead = 0
+const fieldTail = 1
+const fieldLength = 2
+/** (the base of the next distance) */
+const fieldLast = 3
+/** the bytes its blocks take (for the size of its next block), and the bytes used and room in its last block. */
+const fieldBytes = 4
+const fieldTailUsed = 5
+const fieldTailCapacity = 6
+const listFields = 8
 
 /**
  * Lists of slot numbers, appended to and read whole, never edited in place. An entry is the slot's
@@ -90,13 +103,11 @@ export class PostingPool {
   private pages: Array<Uint8Array<ArrayBuffer>> = [new Uint8Array(pageBytes)]
   /** Bytes used in the last page. */
   private pageBytesUsed = 1
-  private heads = new Uint32Array(256)
-  private tails = new Uint32Array(256)
-  private lengths = new Uint32Array(256)
-  /** The last slot appended to each list (the base of the next distance). */
-  private lasts = new Uint32Array(256)
-  /** Bytes each list takes in its blocks (for the size of its next block). */
-  private listBytes = new Uint32Array(256)
+  /**
+   * Each list's state, `listFields` numbers a list side by side (`field*` below), so an append
+   * reads one cache line, not one per field: arrays of one field each cost a third of a bulk build.
+   */
+  private lists = new Uint32Array(256 * listFields)
   private listsUsed = 0
   /** What `entriesOf` decodes into, grown to the longest list read. */
   private decoded = new Uint32Array(1024)
@@ -108,59 +119,60 @@ export class PostingPool {
   }
 
   get bytes(): number {
-    return this.pages.length * pageBytes + 5 * 4 * this.heads.length + 4 * this.decoded.length
+    return this.pages.length * pageBytes + 4 * this.lists.length + 4 * this.decoded.length
   }
 
   newList(): number {
-    if (this.listsUsed === this.heads.length) {
-      const capacity = this.heads.length * 2
-      this.heads = grow(this.heads, capacity)
-      this.tails = grow(this.tails, capacity)
-      this.lengths = grow(this.lengths, capacity)
-      this.lasts = grow(this.lasts, capacity)
-      this.listBytes = grow(this.listBytes, capacity)
-    }
+    if ((this.listsUsed + 1) * listFields > this.lists.length) this.lists = grow(this.lists, this.lists.length * 2)
     return this.listsUsed++
   }
 
   length(list: number): number {
-    return this.lengths[list]!
+    return this.lists[list * listFields + fieldLength]!
   }
 
   append(list: number, value: number): void {
-    const previous = this.lengths[list] === 0 ? -1 : this.lasts[list]!
+    const fields = this.lists
+    const at0 = list * listFields
+    const previous = fields[at0 + fieldLength] === 0 ? -1 : fields[at0 + fieldLast]!
     const distance = distanceOf(previous, value)
-    const size = entryBytes(previous, value)
-    let tail = this.tails[list]!
-    let page = this.pages[tail >>> pageBytesLog2]!
-    let at = tail & pageByteMask
-    if (tail === 0 || blockUsed(page, at) + size > blockCapacity(page, at)) {
-      const capacity = Math.min(postingBlockBytesMax, Math.max(postingBlockBytesMin, this.listBytes[list]! >>> 1))
-      const block = this.allocate(blockHeaderBytes + Math.max(capacity, size))
-      const blockPage = this.pages[block >>> pageBytesLog2]!
-      const blockAt = block & pageByteMask
-      setBlockCapacity(blockPage, blockAt, Math.max(capacity, size))
-      if (tail === 0) this.heads[list] = block
-      else setBlockNext(page, at, block)
-      this.tails[list] = block
-      this.listBytes[list] += blockHeaderBytes + Math.max(capacity, size)
+    const size = distance === 0 ? 1 + varintBytes(value) : varintBytes(distance)
+    let tail = fields[at0 + fieldTail]!
+    let used = fields[at0 + fieldTailUsed]!
+    if (tail === 0 || used + size > fields[at0 + fieldTailCapacity]!) {
+      const capacity = Math.max(
+        size,
+        Math.min(postingBlockBytesMax, Math.max(postingBlockBytesMin, fields[at0 + fieldBytes]! >>> 1)),
+      )
+      const block = this.allocate(blockHeaderBytes + capacity)
+      if (tail === 0) fields[at0 + fieldHead] = block
+      else setBlockNext(this.pages[tail >>> pageBytesLog2]!, tail & pageByteMask, block)
+      fields[at0 + fieldTail] = block
+      fields[at0 + fieldTailCapacity] = capacity
+      fields[at0 + fieldBytes] += blockHeaderBytes + capacity
       tail = block
-      page = blockPage
-      at = blockAt
+      used = 0
     }
-    let write = at + blockHeaderBytes + blockUsed(page, at)
-    if (distance === 0) page[write++] = 0
-    // Divided, not shifted: the first entry's distance can be 2^32 (slot 2^32 - 1 from -1).
-    for (let rest = distance === 0 ? value : distance; ; rest = Math.floor(rest / 0x80)) {
-      if (rest < 0x80) {
-        page[write++] = rest
-        break
+    const page = this.pages[tail >>> pageBytesLog2]!
+    const at = tail & pageByteMask
+    let write = at + blockHeaderBytes + used
+    if (distance !== 0 && distance < 0x80) page[write++] = distance
+    else {
+      if (distance === 0) page[write++] = 0
+      // Divided, not shifted: the first entry's distance can be 2^32 (slot 2^32 - 1 from -1).
+      for (let rest = distance === 0 ? value : distance; ; rest = Math.floor(rest / 0x80)) {
+        if (rest < 0x80) {
+          page[write++] = rest
+          break
+        }
+        page[write++] = (rest & 0x7f) | 0x80
       }
-      page[write++] = (rest & 0x7f) | 0x80
     }
-    setBlockUsed(page, at, write - at - blockHeaderBytes)
-    this.lasts[list] = value
-    this.lengths[list]!++
+    used = write - at - blockHeaderBytes
+    fields[at0 + fieldTailUsed] = used
+    setBlockUsed(page, at, used)
+    fields[at0 + fieldLast] = value
+    fields[at0 + fieldLength]!++
     this.entries++
   }
 
@@ -169,13 +181,13 @@ export class PostingPool {
    * next call (every reader here is done with a list before it reads another).
    */
   entriesOf(list: number): Uint32Array {
-    const length = this.lengths[list]!
+    const length = this.lists[list * listFields + fieldLength]!
     if (length > this.decoded.length) this.decoded = new Uint32Array(Math.max(length, this.decoded.length * 2))
     const out = this.decoded
     const pages = this.pages
     let filled = 0
     let value = -1
-    for (let block = this.heads[list]!; block !== 0; ) {
+    for (let block = this.lists[list * listFields + fieldHead]!; block !== 0; ) {
       const page = pages[block >>> pageBytesLog2]!
       const at = block & pageByteMask
       let read = at + blockHeaderBytes
@@ -201,23 +213,73 @@ export class PostingPool {
    * A pool holding the same lists, each in blocks filled to the last entry (as few as
    * `postingBlockBytesMax` allows): what a bulk build leaves once its lists stop growing. Lists
    * grown an entry at a time hold about a third more than their entries (a block's room to grow,
-   * and its header).
+   * and its header). The entries' bytes are copied as they are (an entry is a distance from the one
+   * before it, wherever it lies), cut between entries where a block is full.
    */
   compacted(): PostingPool {
     const copy = new PostingPool()
-    copy.heads = new Uint32Array(this.heads.length)
-    copy.tails = new Uint32Array(this.heads.length)
-    copy.lengths = new Uint32Array(this.heads.length)
-    copy.lasts = new Uint32Array(this.heads.length)
-    copy.listBytes = new Uint32Array(this.heads.length)
+    // The table too without its room to grow (up to half of it, as it doubles).
+    copy.lists = new Uint32Array(Math.max(1, this.listsUsed) * listFields)
     copy.listsUsed = this.listsUsed
+    copy.entries = this.entries
     for (let list = 0; list < this.listsUsed; list++) {
-      const entries = this.entriesOf(list)
-      // Its first block sized to the list's encoding (at most `postingBlockBytesMax`), then appended as before.
+      const from = list * listFields
       let bytes = 0
-      for (let i = 0; i < entries.length; i++) bytes += entryBytes(i === 0 ? -1 : entries[i - 1]!, entries[i]!)
-      copy.listBytes[list] = Math.min(postingBlockBytesMax, bytes) * 2
-      for (let i = 0; i < entries.length; i++) copy.append(list, entries[i]!)
+      for (let block = this.lists[from + fieldHead]!; block !== 0; ) {
+        const page = this.pages[block >>> pageBytesLog2]!
+        bytes += blockUsed(page, block & pageByteMask)
+        block = blockNext(page, block & pageByteMask)
+      }
+      copy.lists[from + fieldLength] = this.lists[from + fieldLength]!
+      copy.lists[from + fieldLast] = this.lists[from + fieldLast]!
+      let target = 0
+      let targetPage = copy.pages[0]!
+      let targetAt = 0
+      let left = 0
+      for (let block = this.lists[from + fieldHead]!; block !== 0; ) {
+        const page = this.pages[block >>> pageBytesLog2]!
+        const at = block & pageByteMask
+        let read = at + blockHeaderBytes
+        const end = read + blockUsed(page, at)
+        if (target !== 0 && end - read <= left) {
+          // The whole block fits: its bytes at once.
+          const used = copy.lists[from + fieldTailUsed]!
+          targetPage.set(page.subarray(read, end), targetAt + blockHeaderBytes + used)
+          copy.lists[from + fieldTailUsed] = used + end - read
+          setBlockUsed(targetPage, targetAt, used + end - read)
+          left -= end - read
+          bytes -= end - read
+          read = end
+        }
+        while (read < end) {
+          let entryEnd = page[read] === 0 ? read + 1 : read
+          while (page[entryEnd]! >= 0x80) entryEnd++
+          entryEnd++
+          const size = entryEnd - read
+          if (target === 0 || size > left) {
+            const capacity = Math.max(size, Math.min(postingBlockBytesMax, bytes))
+            const next = copy.allocate(blockHeaderBytes + capacity)
+            const nextPage = copy.pages[next >>> pageBytesLog2]!
+            if (target === 0) copy.lists[from + fieldHead] = next
+            else setBlockNext(targetPage, targetAt, next)
+            copy.lists[from + fieldBytes] += blockHeaderBytes + capacity
+            copy.lists[from + fieldTail] = next
+            copy.lists[from + fieldTailCapacity] = capacity
+            copy.lists[from + fieldTailUsed] = 0
+            target = next
+            targetPage = nextPage
+            targetAt = next & pageByteMask
+            left = capacity
+          }
+          const used = copy.lists[from + fieldTailUsed]!
+          for (let write = targetAt + blockHeaderBytes + used; read < entryEnd; ) targetPage[write++] = page[read++]!
+          copy.lists[from + fieldTailUsed] = used + size
+          setBlockUsed(targetPage, targetAt, used + size)
+          left -= size
+          bytes -= size
+        }
+        block = blockNext(page, at)
+      }
     }
     return copy
   }
@@ -241,12 +303,6 @@ const varintBytes = (value: number): number =>
 /** The distance `value` is written as after `previous` (-1 before a list's first): 0 when written as an escaped slot. */
 const distanceOf = (previous: number, value: number): number => (value > previous ? value - previous : 0)
 
-/** Bytes `value` takes in a list after `previous` (see `distanceOf`). */
-const entryBytes = (previous: number, value: number): number => {
-  const distance = distanceOf(previous, value)
-  return distance === 0 ? 1 + varintBytes(value) : varintBytes(distance)
-}
-
 const blockNext = (page: Uint8Array, at: number): number =>
   (page[at]! | (page[at + 1]! << 8) | (page[at + 2]! << 16) | (page[at + 3]! << 24)) >>> 0
 const setBlockNext = (page: Uint8Array, at: number, next: number): void => {
@@ -255,19 +311,19 @@ const setBlockNext = (page: Uint8Array, at: number, next: number): void => {
   page[at + 2] = (next >>> 16) & 0xff
   page[at + 3] = next >>> 24
 }
-const blockCapacity = (page: Uint8Array, at: number): number => page[at + 4]! | (page[at + 5]! << 8)
-const setBlockCapacity = (page: Uint8Array, at: number, capacity: number): void => {
-  page[at + 4] = capacity & 0xff
-  page[at + 5] = capacity >>> 8
-}
-const blockUsed = (page: Uint8Array, at: number): number => page[at + 6]! | (page[at + 7]! << 8)
+const blockUsed = (page: Uint8Array, at: number): number => page[at + 4]! | (page[at + 5]! << 8)
 const setBlockUsed = (page: Uint8Array, at: number, used: number): void => {
-  page[at + 6] = used & 0xff
-  page[at + 7] = used >>> 8
+  page[at + 4] = used & 0xff
+  page[at + 5] = used >>> 8
 }
 
 const grow = (array: Uint32Array<ArrayBuffer>, capacity: number): Uint32Array<ArrayBuffer> => {
   const grown = new Uint32Array(capacity)
+  grown.set(array)
+  return grown
+}
+const grow32 = (array: Int32Array<ArrayBuffer>, capacity: number): Int32Array<ArrayBuffer> => {
+  const grown = new Int32Array(capacity)
   grown.set(array)
   return grown
 }
@@ -300,6 +356,62 @@ class StampSet {
   ensure(size: number): void {
     if (size > this.values.length) this.values = grow(this.values, Math.max(size, this.values.length * 2))
   }
+}
+
+/** The second half of a unit's key in `GramLists` (a trigram's is its third unit, 0 to `textEnd`). */
+const unitGram = -1
+
+/**
+ * Gram → posting list, for the hot loop of indexing (a lookup per unit and per trigram of every
+ * text): an open-addressing table (linear probing, at most half full) over a key in two 32-bit
+ * halves, a unit's (unit, `unitGram`) or a trigram's (its first pair, its third unit). Two nested
+ * `Map`s per trigram took a third of a bulk build's time.
+ */
+class GramLists {
+  private firsts = new Int32Array(1024)
+  private seconds = new Int32Array(1024)
+  /** The list of each entry, -1 where the entry is free. */
+  private lists = new Int32Array(1024).fill(-1)
+  private used = 0
+
+  /** The list of the gram, or -1. */
+  get(first: number, second: number): number {
+    const mask = this.lists.length - 1
+    for (let at = slotOfGram(first, second) & mask; ; at = (at + 1) & mask) {
+      const list = this.lists[at]!
+      if (list === -1 || (this.firsts[at] === first && this.seconds[at] === second)) return list
+    }
+  }
+
+  /** Records the list of a gram it does not hold. */
+  add(first: number, second: number, list: number): void {
+    if (2 * (this.used + 1) > this.lists.length) this.resize(this.lists.length * 2)
+    this.put(first, second, list)
+    this.used++
+  }
+
+  private put(first: number, second: number, list: number): void {
+    const mask = this.lists.length - 1
+    let at = slotOfGram(first, second) & mask
+    while (this.lists[at] !== -1) at = (at + 1) & mask
+    this.firsts[at] = first
+    this.seconds[at] = second
+    this.lists[at] = list
+  }
+
+  private resize(capacity: number): void {
+    const { firsts, seconds, lists } = this
+    this.firsts = new Int32Array(capacity)
+    this.seconds = new Int32Array(capacity)
+    this.lists = new Int32Array(capacity).fill(-1)
+    for (let at = 0; at < lists.length; at++) if (lists[at] !== -1) this.put(firsts[at]!, seconds[at]!, lists[at]!)
+  }
+}
+
+/** A gram's starting place in `GramLists` (a multiplicative hash of both halves). */
+const slotOfGram = (first: number, second: number): number => {
+  const mixed = Math.imul(first, 0x9e37_79b1) ^ second
+  return Math.imul(mixed ^ (mixed >>> 15), 0x85eb_ca6b) >>> 12
 }
 
 /** The official match rule on one entity's texts: some text, lower-cased, includes the lower-cased query. */
@@ -350,10 +462,12 @@ export class SubstringIndex<K> {
   private readonly candidatesWorthIntersecting: number
   private readonly verifyToMarkCostRatio: number
   private pool = new PostingPool()
-  /** Code unit → list of slots containing it. */
-  private unitLists = new Map<number, number>()
-  /** Pair key → (third unit or `textEnd` → list of slots containing that trigram). */
-  private trigramLists = new Map<number, Map<number, number>>()
+  /** Each code unit's and each trigram's list of the slots containing it. */
+  private gramLists = new GramLists()
+  /** The lists of the ASCII units, also in `gramLists`: looked up without hashing, the commonest case. */
+  private asciiUnitLists = new Int32Array(0x80).fill(-1)
+  /** Pair key → the lists of the trigrams starting with that pair (a two-unit query's). */
+  private trigramListsOfPair = new Map<number, Array<number>>()
   /** Word → list of slots containing it as a word. */
   private wordLists = new Map<string, number>()
   private readonly listStamps: StampSet
@@ -363,6 +477,8 @@ export class SubstringIndex<K> {
   private slotJoined: Array<string | undefined> = []
   /** Length of each lower-cased text in `slotJoined`. */
   private slotTextLengths: Array<ReadonlyArray<number>> = []
+  /** The lists of the document being posted (`listsOf`), grown as needed. */
+  private listBuffer = new Int32Array(1024)
   /** Number of lists the slot is currently in. */
   private slotPostings: Array<number> = []
   /** The slot left postings for grams it no longer has, so its postings prove nothing. */
@@ -545,65 +661,81 @@ export class SubstringIndex<K> {
     stamps.reserve(2)
     const before = stamps.next()
     let previousPostings = 0
-    this.forEachList(previous, (list) => {
+    let count = this.listsOf(previous)
+    let lists = this.listBuffer
+    for (let i = 0; i < count; i++) {
+      const list = lists[i]!
       if (stamps.values[list] !== before) {
         stamps.values[list] = before
         previousPostings++
       }
-    })
+    }
     const now = stamps.next()
     let postings = 0
     let kept = 0
-    this.forEachList(texts, (list) => {
-      const stamp = stamps.values[list]
-      if (stamp === now) return
+    count = this.listsOf(texts)
+    lists = this.listBuffer
+    const marks = stamps.values
+    for (let i = 0; i < count; i++) {
+      const list = lists[i]!
+      const stamp = marks[list]
+      if (stamp === now) continue
       if (stamp === before) kept++
       else this.pool.append(list, slot)
-      stamps.values[list] = now
+      marks[list] = now
       postings++
-    })
+    }
     return { postings, dropped: kept < previousPostings }
   }
 
-  /** Visits the list (created on first use) of every unit, trigram and word of every text. */
-  private forEachList(texts: ReadonlyArray<string>, visit: (list: number) => void): void {
+  /**
+   * Puts in `listBuffer` the list (created on first use) of every unit, trigram and word of every
+   * text, repeats included; returns how many.
+   */
+  private listsOf(texts: ReadonlyArray<string>): number {
+    let count = 0
     for (const text of texts) {
       const length = text.length
+      if (this.listBuffer.length < count + 2 * length + length / 2 + 2)
+        this.listBuffer = grow32(this.listBuffer, 2 * (count + 2 * length + length))
+      const lists = this.listBuffer
+      let unit = length > 0 ? text.charCodeAt(0) : 0
       for (let i = 0; i < length; i++) {
-        const unit = text.charCodeAt(i)
-        visit(this.unitList(unit))
-        if (i + 1 < length) {
-          visit(
-            this.trigramList(pairKey(unit, text.charCodeAt(i + 1)), i + 2 < length ? text.charCodeAt(i + 2) : textEnd),
-          )
-        }
+        const next = i + 1 < length ? text.charCodeAt(i + 1) : textEnd
+        lists[count++] = this.unitList(unit)
+        if (next !== textEnd)
+          lists[count++] = this.trigramList(pairKey(unit, next), i + 2 < length ? text.charCodeAt(i + 2) : textEnd)
+        unit = next
       }
       if (length < wordUnitsMin) continue
       for (const word of text.split(wordSeparators)) {
-        if (word.length >= wordUnitsMin && word.length <= wordUnitsMax) visit(this.wordList(word))
+        if (word.length >= wordUnitsMin && word.length <= wordUnitsMax) {
+          if (count === this.listBuffer.length) this.listBuffer = grow32(this.listBuffer, 2 * count)
+          this.listBuffer[count++] = this.wordList(word)
+        }
       }
     }
+    return count
   }
 
   private unitList(unit: number): number {
-    let list = this.unitLists.get(unit)
-    if (list === undefined) {
+    let list = unit < 0x80 ? this.asciiUnitLists[unit]! : this.gramLists.get(unit, unitGram)
+    if (list === -1) {
       list = this.newList()
-      this.unitLists.set(unit, list)
+      this.gramLists.add(unit, unitGram, list)
+      if (unit < 0x80) this.asciiUnitLists[unit] = list
     }
     return list
   }
 
   private trigramList(pair: number, third: number): number {
-    let byThird = this.trigramLists.get(pair)
-    if (byThird === undefined) {
-      byThird = new Map()
-      this.trigramLists.set(pair, byThird)
-    }
-    let list = byThird.get(third)
-    if (list === undefined) {
+    let list = this.gramLists.get(pair, third)
+    if (list === -1) {
       list = this.newList()
-      byThird.set(third, list)
+      this.gramLists.add(pair, third, list)
+      const ofPair = this.trigramListsOfPair.get(pair)
+      if (ofPair === undefined) this.trigramListsOfPair.set(pair, [list])
+      else ofPair.push(list)
     }
     return list
   }
@@ -628,20 +760,22 @@ export class SubstringIndex<K> {
     const units = needle.length
     const unit = (i: number) => needle.charCodeAt(i)
     if (units === 1) {
-      const list = this.unitLists.get(unit(0))
-      return list === undefined ? { kind: "none" } : { kind: "exact", lists: [list] }
+      const list = this.gramLists.get(unit(0), unitGram)
+      return list === -1 ? { kind: "none" } : { kind: "exact", lists: [list] }
     }
-    const byThird = this.trigramLists.get(pairKey(unit(0), unit(1)))
-    if (byThird === undefined) return { kind: "none" }
-    if (units === 2) return { kind: "exact", lists: [...byThird.values()] }
+    const pair = pairKey(unit(0), unit(1))
+    if (units === 2) {
+      const lists = this.trigramListsOfPair.get(pair)
+      return lists === undefined ? { kind: "none" } : { kind: "exact", lists }
+    }
     if (units === 3) {
-      const list = byThird.get(unit(2))
-      return list === undefined ? { kind: "none" } : { kind: "exact", lists: [list] }
+      const list = this.gramLists.get(pair, unit(2))
+      return list === -1 ? { kind: "none" } : { kind: "exact", lists: [list] }
     }
     const lists = new Set<number>()
     for (let i = 0; i + 2 < units; i++) {
-      const list = this.trigramLists.get(pairKey(unit(i), unit(i + 1)))?.get(unit(i + 2))
-      if (list === undefined) return { kind: "none" }
+      const list = this.gramLists.get(pairKey(unit(i), unit(i + 1)), unit(i + 2))
+      if (list === -1) return { kind: "none" }
       lists.add(list)
     }
     return {
@@ -755,8 +889,9 @@ export class SubstringIndex<K> {
   /** Starts over with these documents (texts already lower-cased), in this order. */
   private rebuildFrom(documents: ReadonlyArray<readonly [K, ReadonlyArray<string>]>): void {
     this.pool = new PostingPool()
-    this.unitLists = new Map()
-    this.trigramLists = new Map()
+    this.gramLists = new GramLists()
+    this.asciiUnitLists = new Int32Array(0x80).fill(-1)
+    this.trigramListsOfPair = new Map()
     this.wordLists = new Map()
     this.slotKeys = []
     this.slotJoined = []

@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
 import fc from "fast-check"
 import { afterAll, describe, expect, it } from "vitest"
 import { Router } from "../../src/actors/Router.ts"
@@ -72,6 +72,42 @@ const command: fc.Arbitrary<GraphCommand> = fc.oneof(
 const query = fc.oneof(word, name, fc.constantFrom("", "e", "A", "ray", "zz"))
 
 describe("the graph read model", () => {
+  it("built a slice at a time while commands commit, answers as a scan once built", async () => {
+    // One entity or relation a slice (`buildSliceMs: 0`): the commands sent meanwhile commit
+    // between slices, before and after the part of the store they touch has been read.
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(command, { minLength: 1, maxLength: 25 }),
+        fc.array(command, { minLength: 1, maxLength: 25 }),
+        fc.array(query, { minLength: 1, maxLength: 6 }),
+        async (before, during, queries) => {
+          const dataDir = mkdtempSync(join(tmpdir(), "mnemos-readmodel-"))
+          dirs.push(dataDir)
+          await Effect.runPromise(
+            Effect.gen(function* () {
+              const store = (yield* Router).store(graphStore)
+              const search = yield* GraphSearch
+              for (const next of before) yield* Effect.exit(store.send(next))
+              const building = yield* Effect.forkChild(search.searchNodes(project, ""))
+              for (const next of during) yield* Effect.exit(store.send(next))
+              yield* Fiber.join(building)
+              for (const text of queries) {
+                const fromModel = yield* search.searchNodes(project, text)
+                const fromScan = yield* store.read((view) => searchNodesByScan(view, project, text))
+                expect(fromModel).toEqual(fromScan)
+              }
+            }).pipe(
+              Effect.provide(
+                Engine.layer({ dataDir, command: "test", search: { thread: false }, graphSearch: { buildSliceMs: 0 } }),
+              ),
+            ),
+          )
+        },
+      ),
+      { numRuns: 25 },
+    )
+  })
+
   it("answers search_nodes exactly as a scan of the store, after any command sequence", async () => {
     await fc.assert(
       fc.asyncProperty(

@@ -328,4 +328,42 @@ describe("PostingPool", () => {
       { numRuns: 300 },
     )
   })
+
+  it("keeps lists longer than its largest block whole through compactions, cut only between entries", () => {
+    // Lists of 2 to 5 times the largest block's bytes, entries of 1 to 5 bytes mixed, compacted
+    // between appends and again at the end: a block filled past its room, or an entry cut in two,
+    // reads back wrong.
+    const entry = fc.oneof(
+      { weight: 8, arbitrary: fc.integer({ min: 1, max: 127 }) },
+      { weight: 2, arbitrary: fc.integer({ min: 128, max: 2_097_151 }) },
+      { weight: 1, arbitrary: fc.integer({ min: 2_097_152, max: 0x7fff_ffff }) },
+    )
+    fc.assert(
+      fc.property(
+        fc.array(entry, { minLength: 20_000, maxLength: 20_000 }),
+        fc.array(fc.nat({ max: 19_999 }), { maxLength: 4 }),
+        (distances, compactAt) => {
+          let pool = new PostingPool()
+          const lists = [pool.newList(), pool.newList()]
+          const model: Array<Array<number>> = [[], []]
+          const lasts = [-1, -1]
+          for (const [at, distance] of distances.entries()) {
+            const list = at % 2
+            // Ascending slots (distances), with a descent now and then (an escaped slot).
+            const slot = at % 997 === 0 ? distance % 1000 : (lasts[list]! + distance) % 0x1_0000_0000
+            pool.append(lists[list]!, slot)
+            model[list]!.push(slot)
+            lasts[list] = slot
+            if (compactAt.includes(at)) pool = pool.compacted()
+          }
+          pool = pool.compacted()
+          for (const [at, list] of lists.entries()) expect(Array.from(pool.entriesOf(list))).toEqual(model[at])
+          // Appends after the last compaction continue each list where it ended.
+          pool.append(lists[0]!, 5)
+          expect(Array.from(pool.entriesOf(lists[0]!)).slice(-2)).toEqual([model[0]!.at(-1), 5])
+        },
+      ),
+      { numRuns: 20 },
+    )
+  })
 })
