@@ -66,8 +66,34 @@ const stampGenerationsPerQueryMin = 2 * trigramListsPerQueryMax + 4
 const wordUnitsMin = 4
 /** Words longer than this are not posted (long tokens such as URLs are rarely queried whole). */
 const wordUnitsMax = 64
-/** What separates words: ASCII whitespace and punctuation, and Unicode white space. */
-const wordSeparators = /[\s!-/:-@[-`{-~]+/
+/**
+ * What separates words: ASCII whitespace and punctuation, and the rest of JavaScript's white space
+ * (`\s`): the regular expression `/[\s!-/:-@[-`{-~]+/`, read a unit at a time (`isWordSeparator`).
+ */
+const asciiWordSeparators = (() => {
+  const separators = new Uint8Array(0x80)
+  for (const [from, to] of [
+    [0x09, 0x0d],
+    [0x20, 0x2f],
+    [0x3a, 0x40],
+    [0x5b, 0x60],
+    [0x7b, 0x7e],
+  ] as const)
+    separators.fill(1, from, to + 1)
+  return separators
+})()
+export const isWordSeparator = (unit: number): boolean =>
+  unit < 0x80
+    ? asciiWordSeparators[unit] === 1
+    : unit === 0xa0 ||
+      unit === 0x1680 ||
+      (unit >= 0x2000 && unit <= 0x200a) ||
+      unit === 0x2028 ||
+      unit === 0x2029 ||
+      unit === 0x202f ||
+      unit === 0x205f ||
+      unit === 0x3000 ||
+      unit === 0xfeff
 /** Separator between a document's lower-cased texts in its joined form. */
 const textSeparator = "\u0000"
 /** Stands for "end of text" as the third unit of a trigram, so every unit pair starts a trigram. */
@@ -414,6 +440,84 @@ const slotOfGram = (first: number, second: number): number => {
   return Math.imul(mixed ^ (mixed >>> 15), 0x85eb_ca6b) >>> 12
 }
 
+/** A word's two hashes (`WordLists`) start from these, and take each unit in with these multipliers. */
+const wordHashSeeds = [0x811c_9dc5 | 0, 0x9747_b28c | 0] as const
+const wordHashPrimes = [0x0100_0193, 0x5bd1_e995] as const
+
+/**
+ * Word → posting list, looked up from the units of the text it is in (no substring made): an
+ * open-addressing table keyed by two 32-bit hashes of the word's units, each hit checked against
+ * the word itself. A `Map` of the words split out of each text took a sixth of a bulk build.
+ */
+class WordLists {
+  private hashes = new Int32Array(2 * 1024)
+  /** The list of each entry, -1 where the entry is free. */
+  private lists = new Int32Array(1024).fill(-1)
+  private words: Array<string> = new Array(1024)
+  private used = 0
+
+  /** The list of `text`'s units [start, end) (hashed `first`, `second`), or -1. */
+  get(text: string, start: number, end: number, first: number, second: number): number {
+    const mask = this.lists.length - 1
+    for (let at = slotOfGram(first, second) & mask; ; at = (at + 1) & mask) {
+      const list = this.lists[at]!
+      if (list === -1) return -1
+      if (
+        this.hashes[2 * at] === first &&
+        this.hashes[2 * at + 1] === second &&
+        sameUnits(this.words[at]!, text, start, end)
+      )
+        return list
+    }
+  }
+
+  /** Records the list of a word it does not hold. */
+  add(word: string, first: number, second: number, list: number): void {
+    if (2 * (this.used + 1) > this.lists.length) this.resize(this.lists.length * 2)
+    this.put(word, first, second, list)
+    this.used++
+  }
+
+  private put(word: string, first: number, second: number, list: number): void {
+    const mask = this.lists.length - 1
+    let at = slotOfGram(first, second) & mask
+    while (this.lists[at] !== -1) at = (at + 1) & mask
+    this.hashes[2 * at] = first
+    this.hashes[2 * at + 1] = second
+    this.lists[at] = list
+    this.words[at] = word
+  }
+
+  private resize(capacity: number): void {
+    const { hashes, lists, words } = this
+    this.hashes = new Int32Array(2 * capacity)
+    this.lists = new Int32Array(capacity).fill(-1)
+    this.words = new Array(capacity)
+    for (let at = 0; at < lists.length; at++)
+      if (lists[at] !== -1) this.put(words[at]!, hashes[2 * at]!, hashes[2 * at + 1]!, lists[at]!)
+  }
+}
+
+/** Whether `word` is `text`'s units [start, end). */
+const sameUnits = (word: string, text: string, start: number, end: number): boolean => {
+  if (word.length !== end - start) return false
+  for (let i = 0; i < word.length; i++) if (word.charCodeAt(i) !== text.charCodeAt(start + i)) return false
+  return true
+}
+
+/** The list of `needle` as a word in `words`, or undefined. */
+const wordListOf = (words: WordLists, needle: string): number | undefined => {
+  let first = wordHashSeeds[0]
+  let second = wordHashSeeds[1]
+  for (let i = 0; i < needle.length; i++) {
+    const unit = needle.charCodeAt(i)
+    first = Math.imul(first ^ unit, wordHashPrimes[0])
+    second = Math.imul(second ^ unit, wordHashPrimes[1])
+  }
+  const list = words.get(needle, 0, needle.length, first, second)
+  return list === -1 ? undefined : list
+}
+
 /** The official match rule on one entity's texts: some text, lower-cased, includes the lower-cased query. */
 export const textsMatchQuery = (texts: ReadonlyArray<string>, query: string): boolean => {
   const needle = query.toLowerCase()
@@ -469,7 +573,7 @@ export class SubstringIndex<K> {
   /** Pair key → the lists of the trigrams starting with that pair (a two-unit query's). */
   private trigramListsOfPair = new Map<number, Array<number>>()
   /** Word → list of slots containing it as a word. */
-  private wordLists = new Map<string, number>()
+  private wordLists = new WordLists()
   private readonly listStamps: StampSet
   private readonly slotStamps: StampSet
   private slotKeys: Array<K | undefined> = []
@@ -694,25 +798,41 @@ export class SubstringIndex<K> {
    */
   private listsOf(texts: ReadonlyArray<string>): number {
     let count = 0
+    const [firstPrime, secondPrime] = wordHashPrimes
     for (const text of texts) {
       const length = text.length
-      if (this.listBuffer.length < count + 2 * length + length / 2 + 2)
-        this.listBuffer = grow32(this.listBuffer, 2 * (count + 2 * length + length))
+      // A unit's, a trigram's and at most one word's per two units.
+      if (this.listBuffer.length < count + 3 * length)
+        this.listBuffer = grow32(this.listBuffer, 2 * (count + 3 * length))
       const lists = this.listBuffer
+      const words = length >= wordUnitsMin
+      let wordStart = -1
+      let first = 0
+      let second = 0
       let unit = length > 0 ? text.charCodeAt(0) : 0
       for (let i = 0; i < length; i++) {
         const next = i + 1 < length ? text.charCodeAt(i + 1) : textEnd
         lists[count++] = this.unitList(unit)
         if (next !== textEnd)
           lists[count++] = this.trigramList(pairKey(unit, next), i + 2 < length ? text.charCodeAt(i + 2) : textEnd)
-        unit = next
-      }
-      if (length < wordUnitsMin) continue
-      for (const word of text.split(wordSeparators)) {
-        if (word.length >= wordUnitsMin && word.length <= wordUnitsMax) {
-          if (count === this.listBuffer.length) this.listBuffer = grow32(this.listBuffer, 2 * count)
-          this.listBuffer[count++] = this.wordList(word)
+        if (words) {
+          if (!isWordSeparator(unit)) {
+            if (wordStart === -1) {
+              wordStart = i
+              first = wordHashSeeds[0]
+              second = wordHashSeeds[1]
+            }
+            first = Math.imul(first ^ unit, firstPrime)
+            second = Math.imul(second ^ unit, secondPrime)
+          }
+          if (wordStart !== -1 && (next === textEnd || isWordSeparator(next))) {
+            const units = i + 1 - wordStart
+            if (units >= wordUnitsMin && units <= wordUnitsMax)
+              lists[count++] = this.wordList(text, wordStart, i + 1, first, second)
+            wordStart = -1
+          }
         }
+        unit = next
       }
     }
     return count
@@ -740,11 +860,11 @@ export class SubstringIndex<K> {
     return list
   }
 
-  private wordList(word: string): number {
-    let list = this.wordLists.get(word)
-    if (list === undefined) {
+  private wordList(text: string, start: number, end: number, first: number, second: number): number {
+    let list = this.wordLists.get(text, start, end, first, second)
+    if (list === -1) {
       list = this.newList()
-      this.wordLists.set(word, list)
+      this.wordLists.add(text.slice(start, end), first, second, list)
     }
     return list
   }
@@ -781,7 +901,7 @@ export class SubstringIndex<K> {
     return {
       kind: "superset",
       lists: [...lists].sort((a, b) => this.pool.length(a) - this.pool.length(b)).slice(0, trigramListsPerQueryMax),
-      word: this.wordLists.get(needle),
+      word: wordListOf(this.wordLists, needle),
     }
   }
 
@@ -892,7 +1012,7 @@ export class SubstringIndex<K> {
     this.gramLists = new GramLists()
     this.asciiUnitLists = new Int32Array(0x80).fill(-1)
     this.trigramListsOfPair = new Map()
-    this.wordLists = new Map()
+    this.wordLists = new WordLists()
     this.slotKeys = []
     this.slotJoined = []
     this.slotTextLengths = []

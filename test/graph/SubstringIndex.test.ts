@@ -7,7 +7,7 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { benchmarkSearchNodes } from "../../bench/searchNodes.ts"
-import { PostingPool, SubstringIndex, textsMatchQuery } from "../../src/graph/SubstringIndex.ts"
+import { isWordSeparator, PostingPool, SubstringIndex, textsMatchQuery } from "../../src/graph/SubstringIndex.ts"
 
 /** Pieces that stress case folding and code-unit matching. */
 const trickyPieces = [
@@ -292,6 +292,16 @@ describe("SubstringIndex", () => {
     const result = benchmarkSearchNodes({ entities: 3000, queries: 400, verifiedQueries: 400, seed: 7 })
     expect(result.index.documents).toBe(3000)
     expect(result.meanMatches).toBeGreaterThan(0)
+  })
+})
+
+describe("the word scanner", () => {
+  it("separates words where the regular expression it stands for does, on every UTF-16 code unit", () => {
+    const separator = /[\s!-/:-@[-`{-~]/
+    const disagreeing: Array<number> = []
+    for (let unit = 0; unit <= 0xffff; unit++)
+      if (isWordSeparator(unit) !== separator.test(String.fromCharCode(unit))) disagreeing.push(unit)
+    expect(disagreeing).toEqual([])
   })
 })
 
