@@ -61,16 +61,10 @@ export class ProjectReadModel {
   /** How far a model being built has read (`buildFrom`): the last creation-order key of each kind. */
   private entitiesReadTo: string | undefined
   private relationsReadTo: string | undefined
+  private readingRelations = false
   private built = false
 
   private constructor(private readonly project: string) {}
-
-  /** Builds the model of `project` from the store's current state, at once. */
-  static build(view: StoreView, project: string): ProjectReadModel {
-    const model = ProjectReadModel.building(project)
-    model.buildFrom(view, Number.POSITIVE_INFINITY)
-    return model
-  }
 
   /** A model of `project` to be built a slice at a time (`buildFrom`). */
   static building(project: string): ProjectReadModel {
@@ -88,18 +82,16 @@ export class ProjectReadModel {
     const startedAt = performance.now()
     // The clock is read after each entity or relation (~0.1 µs; an entity takes ~30 µs to index).
     const due = () => performance.now() - startedAt >= sliceMs
-    if (this.relationsReadTo === undefined) {
+    if (!this.readingRelations) {
       for (const { key, value } of view.getRange(after(entitiesInOrder(this.project), this.entitiesReadTo))) {
         const entity = getEntity(view, this.project, value as string)
         if (entity !== undefined) this.putEntity(entity)
         this.entitiesReadTo = key
         if (due()) return false
       }
-      this.relationsReadTo = ""
+      this.readingRelations = true
     }
-    for (const { key, value } of view.getRange(
-      after(relationsInOrder(this.project), this.relationsReadTo || undefined),
-    )) {
+    for (const { key, value } of view.getRange(after(relationsInOrder(this.project), this.relationsReadTo))) {
       const relation = view.get(value as string) as GraphRelationRecord | undefined
       if (relation !== undefined) {
         this.removeRelation(value as string)
