@@ -129,6 +129,8 @@ export class ConversationIndex {
   private epoch = -1
   private changes = 0
   private rebuilds = 0
+  /** A rebuild under way (`rebuildStep`): of which generation and epoch, from which changelog position, read up to which history key. */
+  private building: { gen: number; epoch: number; changes: number; readTo: string | undefined } | undefined
   private docs: Array<DocumentMeta> = []
   private docByKey = new Map<string, number>()
   private termIds = new Interner()
@@ -155,9 +157,10 @@ export class ConversationIndex {
 
   /** Brings the index up to date with `view` (see the module comment). */
   sync(view: StoreView): void {
+    if (this.building !== undefined) while (!this.rebuildStep(view, Number.POSITIVE_INFINITY));
     const gen = currentGen(view)
     const stats = readStats(view, gen)
-    if (gen !== this.gen || stats.epoch !== this.epoch || stats.changes - this.changes > changelogEntriesMax) {
+    if (this.outdated(gen, stats)) {
       this.rebuild(view)
       return
     }
@@ -170,7 +173,60 @@ export class ConversationIndex {
     this.compactIfWasteful()
   }
 
-  /** Rebuilds the index from the live messages of `view`; returns how many it indexed. */
+  /** Whether `sync` would rebuild the index rather than catch up from the changelog. */
+  private outdated(gen: number, stats: { readonly epoch: number; readonly changes: number }): boolean {
+    return gen !== this.gen || stats.epoch !== this.epoch || stats.changes - this.changes > changelogEntriesMax
+  }
+
+  /** Live messages indexed. */
+  get documents(): number {
+    return this.liveDocs
+  }
+
+  /** Makes the next `rebuildStep` start a rebuild, needed or not (rebuild_index). */
+  startRebuild(): void {
+    this.building = undefined
+    this.gen = -1
+  }
+
+  /**
+   * Rebuilds the index, when `sync` would, a slice at a time: reads the live messages of `view`
+   * after the last one read, for about `sliceMs`; true once there is nothing to rebuild (`sync`
+   * then catches up from the changelog). Each slice may see a later state of the store: the
+   * rebuild counts as of the changelog's position when it began, so `sync` re-reads every message
+   * changed since, whether a slice read it before or after the change (re-reading replaces). A new
+   * generation or epoch meanwhile starts it over.
+   */
+  rebuildStep(view: StoreView, sliceMs: number): boolean {
+    const gen = currentGen(view)
+    const stats = readStats(view, gen)
+    if (this.building === undefined || this.building.gen !== gen || this.building.epoch !== stats.epoch) {
+      if (this.building === undefined && !this.outdated(gen, stats)) return true
+      this.reset()
+      this.building = { gen, epoch: stats.epoch, changes: stats.changes, readTo: undefined }
+    }
+    const building = this.building
+    const startedAt = performance.now()
+    const range = allHistory(gen)
+    for (const { key } of view.getRange(
+      building.readTo === undefined ? range : { ...range, start: `${building.readTo}\u0000` },
+    )) {
+      const { project, id } = parseHistoryKey(gen, key)
+      const stored = readStored(view, gen, project, id)
+      if (stored !== undefined && stored.deleted_at === undefined) this.add(project, stored.message)
+      building.readTo = key
+      if (performance.now() - startedAt >= sliceMs) return false
+    }
+    this.gen = gen
+    this.epoch = building.epoch
+    this.changes = building.changes
+    this.building = undefined
+    this.rebuilds++
+    // More changes meanwhile than the changelog keeps: once more.
+    return !this.outdated(gen, stats)
+  }
+
+  /** Rebuilds the index from the live messages of `view` at once; returns how many it indexed. */
   rebuild(view: StoreView): number {
     const gen = currentGen(view)
     const stats = readStats(view, gen)

@@ -403,6 +403,17 @@ const FiltersJson = Schema.fromJsonString(
   }),
 )
 
+/**
+ * How long a rebuild of search_messages' index reads before it lets the event loop run: at 100,000
+ * messages a rebuild takes about 3 s, and in one piece it held every other call that long.
+ */
+export const indexRebuildSliceMs = 10
+
+/** The store's search index rebuilt, if it needs to be, a slice at a time (ConversationIndex.ts `rebuildStep`). */
+const indexRebuilt = Effect.gen(function* () {
+  while (!(yield* read((view, store) => indexOf(store).rebuildStep(view, indexRebuildSliceMs)))) yield* Effect.yieldNow
+})
+
 const searchMessages = conversationTool(
   {
     name: "search_messages",
@@ -424,6 +435,7 @@ const searchMessages = conversationTool(
         minImportance: args.min_importance ?? 0,
         limit: args.limit ?? searchLimitDefault,
       }
+      yield* indexRebuilt
       const results = yield* read((view, store) => searchResults(view, store, query, args.context_size ?? 0))
       return answer({ results })
     }),
@@ -453,7 +465,13 @@ const rebuildIndex = conversationTool(
       yield* store.compact().pipe(Effect.mapError(toConversationToolError))
       yield* (yield* SearchIndexer).compact
       yield* waitForCheckpoint(store)
-      const indexed = yield* read((view) => indexOf(store).rebuild(view))
+      indexOf(store).startRebuild()
+      yield* indexRebuilt
+      const indexed = yield* read((view) => {
+        const index = indexOf(store)
+        index.sync(view)
+        return index.documents
+      })
       return answer({
         status: "OK",
         messages_indexed: indexed,

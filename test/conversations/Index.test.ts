@@ -94,6 +94,7 @@ const matches = (entry: { project: string; message: Message }, request: IndexQue
 describe("search index", () => {
   it("property: incremental = rebuilt = reference, over random histories", () => {
     let compactions = 0
+    let slicedSteps = 0
     fc.assert(
       fc.property(
         fc.array(operation, { minLength: 1, maxLength: 60 }),
@@ -101,16 +102,22 @@ describe("search index", () => {
         (operations, queries) => {
           const state = new MemoryState()
           const incremental = new ConversationIndex(0)
+          // Rebuilt one message a step (`rebuildStep` with no time), a step after each operation:
+          // its rebuilds run through writes, updates, deletes and purges.
+          const sliced = new ConversationIndex(0)
           const ids: Array<{ project: string; id: string }> = []
           let now = 1_000
           const check = () => {
             incremental.sync(state)
+            while (!sliced.rebuildStep(state, 0)) slicedSteps++
+            sliced.sync(state)
             const rebuilt = new ConversationIndex(0)
             rebuilt.rebuild(state)
             const live = liveMessages(state)
             for (const request of queries) {
               const hits = incremental.search(request)
               expect(hits).toEqual(rebuilt.search(request))
+              expect(sliced.search(request)).toEqual(hits)
               const expected = live.filter((entry) => matches(entry, request)).map((entry) => entry.message.message_id)
               expect(hits.map((hit) => hit.id).sort()).toEqual(expected.sort())
               const byId = new Map(live.map((entry) => [entry.message.message_id, entry.message]))
@@ -132,6 +139,7 @@ describe("search index", () => {
           }
           for (const step of operations) {
             now += 1
+            if (!sliced.rebuildStep(state, 0)) slicedSteps++
             if (step.op === "write") {
               now += step.tick
               const reply = execute(
@@ -174,6 +182,7 @@ describe("search index", () => {
               execute(state, { _tag: "Delete", project, message_id: id }, now)
             } else if (step.op === "purge") {
               execute(state, { _tag: "PurgeTombstones" }, now)
+              sliced.startRebuild()
             } else if (step.op === "search") {
               check()
             }
@@ -184,8 +193,9 @@ describe("search index", () => {
       ),
       { numRuns: 150 },
     )
-    // The runs did exercise the compaction of dead postings.
+    // The runs did exercise the compaction of dead postings, and rebuilds left between operations.
     expect(compactions).toBeGreaterThan(0)
+    expect(slicedSteps).toBeGreaterThan(0)
   })
 
   it("property: sessions link their live messages in id order, with exact counts and ends", () => {
