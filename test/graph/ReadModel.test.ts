@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from "vitest"
 import { Router } from "../../src/actors/Router.ts"
 import * as Engine from "../../src/Engine.ts"
 import { searchNodesByScan } from "../../src/graph/GraphQueries.ts"
-import { GraphSearch } from "../../src/graph/GraphSearch.ts"
+import { GraphSearch, type GraphSearchOptions } from "../../src/graph/GraphSearch.ts"
 import { type GraphCommand, graphStore } from "../../src/graph/GraphStore.ts"
 
 const dirs: Array<string> = []
@@ -71,6 +71,39 @@ const command: fc.Arbitrary<GraphCommand> = fc.oneof(
 )
 const query = fc.oneof(word, name, fc.constantFrom("", "e", "A", "ray", "zz"))
 
+/** Runs `body` on an engine over a fresh data directory, with search on the calling thread. */
+const onEngine = (
+  body: Effect.Effect<void, unknown, Router | GraphSearch>,
+  graphSearch?: GraphSearchOptions,
+): Promise<void> => {
+  const dataDir = mkdtempSync(join(tmpdir(), "mnemos-readmodel-"))
+  dirs.push(dataDir)
+  return Effect.runPromise(
+    body.pipe(
+      Effect.provide(
+        Engine.layer({
+          dataDir,
+          command: "test",
+          search: { thread: false },
+          ...(graphSearch !== undefined ? { graphSearch } : {}),
+        }),
+      ),
+    ) as Effect.Effect<void, unknown>,
+  )
+}
+
+/** Every query's search_nodes answer equals a scan of the store. */
+const answersAsScan = (queries: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const store = (yield* Router).store(graphStore)
+    const search = yield* GraphSearch
+    for (const text of queries) {
+      const fromModel = yield* search.searchNodes(project, text)
+      const fromScan = yield* store.read((view) => searchNodesByScan(view, project, text))
+      expect(fromModel).toEqual(fromScan)
+    }
+  })
+
 describe("the graph read model", () => {
   it("built a slice at a time while commands commit, answers as a scan once built", async () => {
     // One entity or relation a slice (`buildSliceMs: 0`): the commands sent meanwhile commit
@@ -80,10 +113,8 @@ describe("the graph read model", () => {
         fc.array(command, { minLength: 1, maxLength: 25 }),
         fc.array(command, { minLength: 1, maxLength: 25 }),
         fc.array(query, { minLength: 1, maxLength: 6 }),
-        async (before, during, queries) => {
-          const dataDir = mkdtempSync(join(tmpdir(), "mnemos-readmodel-"))
-          dirs.push(dataDir)
-          await Effect.runPromise(
+        (before, during, queries) =>
+          onEngine(
             Effect.gen(function* () {
               const store = (yield* Router).store(graphStore)
               const search = yield* GraphSearch
@@ -91,18 +122,10 @@ describe("the graph read model", () => {
               const building = yield* Effect.forkChild(search.searchNodes(project, ""))
               for (const next of during) yield* Effect.exit(store.send(next))
               yield* Fiber.join(building)
-              for (const text of queries) {
-                const fromModel = yield* search.searchNodes(project, text)
-                const fromScan = yield* store.read((view) => searchNodesByScan(view, project, text))
-                expect(fromModel).toEqual(fromScan)
-              }
-            }).pipe(
-              Effect.provide(
-                Engine.layer({ dataDir, command: "test", search: { thread: false }, graphSearch: { buildSliceMs: 0 } }),
-              ),
-            ),
-          )
-        },
+              yield* answersAsScan(queries)
+            }),
+            { buildSliceMs: 0 },
+          ),
       ),
       { numRuns: 25 },
     )
@@ -113,23 +136,16 @@ describe("the graph read model", () => {
       fc.asyncProperty(
         fc.array(command, { minLength: 1, maxLength: 25 }),
         fc.array(query, { minLength: 1, maxLength: 6 }),
-        async (commands, queries) => {
-          const dataDir = mkdtempSync(join(tmpdir(), "mnemos-readmodel-"))
-          dirs.push(dataDir)
-          await Effect.runPromise(
+        (commands, queries) =>
+          onEngine(
             Effect.gen(function* () {
               const store = (yield* Router).store(graphStore)
               const search = yield* GraphSearch
               yield* search.searchNodes(project, "") // build the model first, then keep it current from events
               for (const next of commands) yield* Effect.exit(store.send(next))
-              for (const text of queries) {
-                const fromModel = yield* search.searchNodes(project, text)
-                const fromScan = yield* store.read((view) => searchNodesByScan(view, project, text))
-                expect(fromModel).toEqual(fromScan)
-              }
-            }).pipe(Effect.provide(Engine.layer({ dataDir, command: "test", search: { thread: false } }))),
-          )
-        },
+              yield* answersAsScan(queries)
+            }),
+          ),
       ),
       {
         numRuns: 25,
