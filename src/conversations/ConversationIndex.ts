@@ -17,7 +17,7 @@
  * Updates are append-only: a changed message gets a new document number and its old postings are
  * skipped as dead until a compaction renumbers everything (when dead postings outnumber live ones).
  */
-import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
+import { rangeAfter, type StoreView } from "../stores/checkpoint/Checkpoint.ts"
 import {
   allHistory,
   type ChangeRecord,
@@ -157,13 +157,10 @@ export class ConversationIndex {
 
   /** Brings the index up to date with `view` (see the module comment). */
   sync(view: StoreView): void {
-    if (this.building !== undefined) while (!this.rebuildStep(view, Number.POSITIVE_INFINITY));
+    // A rebuild under way, or one needed, done at once (search_messages has done it in slices first).
+    while (!this.rebuildStep(view, Number.POSITIVE_INFINITY));
     const gen = currentGen(view)
     const stats = readStats(view, gen)
-    if (this.outdated(gen, stats)) {
-      this.rebuild(view)
-      return
-    }
     if (stats.changes === this.changes) return
     for (const { value } of view.getRange(changesAfter(gen, this.changes))) {
       const change = value as ChangeRecord
@@ -207,10 +204,7 @@ export class ConversationIndex {
     }
     const building = this.building
     const startedAt = performance.now()
-    const range = allHistory(gen)
-    for (const { key } of view.getRange(
-      building.readTo === undefined ? range : { ...range, start: `${building.readTo}\u0000` },
-    )) {
+    for (const { key } of view.getRange(rangeAfter(allHistory(gen), building.readTo))) {
       const { project, id } = parseHistoryKey(gen, key)
       const stored = readStored(view, gen, project, id)
       if (stored !== undefined && stored.deleted_at === undefined) this.add(project, stored.message)
@@ -228,18 +222,8 @@ export class ConversationIndex {
 
   /** Rebuilds the index from the live messages of `view` at once; returns how many it indexed. */
   rebuild(view: StoreView): number {
-    const gen = currentGen(view)
-    const stats = readStats(view, gen)
-    this.reset()
-    for (const { key } of view.getRange(allHistory(gen))) {
-      const { project, id } = parseHistoryKey(gen, key)
-      const stored = readStored(view, gen, project, id)
-      if (stored !== undefined && stored.deleted_at === undefined) this.add(project, stored.message)
-    }
-    this.gen = gen
-    this.epoch = stats.epoch
-    this.changes = stats.changes
-    this.rebuilds++
+    this.startRebuild()
+    while (!this.rebuildStep(view, Number.POSITIVE_INFINITY));
     return this.liveDocs
   }
 

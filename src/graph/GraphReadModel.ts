@@ -8,7 +8,7 @@
  * Answers equal `searchNodesByScan` on the same view — the same entities in creation order and
  * every relation with at least one end among them.
  */
-import type { KeyRange, StoreView } from "../stores/checkpoint/Checkpoint.ts"
+import { rangeAfter, type StoreView } from "../stores/checkpoint/Checkpoint.ts"
 import {
   entitiesInOrder,
   type GraphEntityRecord,
@@ -38,10 +38,6 @@ interface CachedRelation {
   readonly relation: Relation
   readonly order: number
 }
-
-/** `range` from just after `key` (the smallest string above it), or whole. */
-const after = (range: KeyRange, key: string | undefined): KeyRange =>
-  key === undefined ? range : { ...range, start: `${key}\u0000` }
 
 const textsOf = (entity: GraphEntityRecord): ReadonlyArray<string> => [
   entity.name,
@@ -83,7 +79,7 @@ export class ProjectReadModel {
     // The clock is read after each entity or relation (~0.1 µs; an entity takes ~30 µs to index).
     const due = () => performance.now() - startedAt >= sliceMs
     if (!this.readingRelations) {
-      for (const { key, value } of view.getRange(after(entitiesInOrder(this.project), this.entitiesReadTo))) {
+      for (const { key, value } of view.getRange(rangeAfter(entitiesInOrder(this.project), this.entitiesReadTo))) {
         const entity = getEntity(view, this.project, value as string)
         if (entity !== undefined) this.putEntity(entity)
         this.entitiesReadTo = key
@@ -91,7 +87,7 @@ export class ProjectReadModel {
       }
       this.readingRelations = true
     }
-    for (const { key, value } of view.getRange(after(relationsInOrder(this.project), this.relationsReadTo))) {
+    for (const { key, value } of view.getRange(rangeAfter(relationsInOrder(this.project), this.relationsReadTo))) {
       const relation = view.get(value as string) as GraphRelationRecord | undefined
       if (relation !== undefined) {
         this.removeRelation(value as string)

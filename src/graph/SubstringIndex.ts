@@ -398,12 +398,14 @@ class GramLists {
   private seconds = new Int32Array(1024)
   /** The list of each entry, -1 where the entry is free. */
   private lists = new Int32Array(1024).fill(-1)
+  /** A gram's first place is the top bits of its hash: 32 less log2 of the capacity. */
+  private shift = 32 - 10
   private used = 0
 
   /** The list of the gram, or -1. */
   get(first: number, second: number): number {
     const mask = this.lists.length - 1
-    for (let at = slotOfGram(first, second) & mask; ; at = (at + 1) & mask) {
+    for (let at = hashOfGram(first, second) >>> this.shift; ; at = (at + 1) & mask) {
       const list = this.lists[at]!
       if (list === -1 || (this.firsts[at] === first && this.seconds[at] === second)) return list
     }
@@ -418,7 +420,7 @@ class GramLists {
 
   private put(first: number, second: number, list: number): void {
     const mask = this.lists.length - 1
-    let at = slotOfGram(first, second) & mask
+    let at = hashOfGram(first, second) >>> this.shift
     while (this.lists[at] !== -1) at = (at + 1) & mask
     this.firsts[at] = first
     this.seconds[at] = second
@@ -430,14 +432,15 @@ class GramLists {
     this.firsts = new Int32Array(capacity)
     this.seconds = new Int32Array(capacity)
     this.lists = new Int32Array(capacity).fill(-1)
+    this.shift--
     for (let at = 0; at < lists.length; at++) if (lists[at] !== -1) this.put(firsts[at]!, seconds[at]!, lists[at]!)
   }
 }
 
-/** A gram's starting place in `GramLists` (a multiplicative hash of both halves). */
-const slotOfGram = (first: number, second: number): number => {
+/** A gram's hash in `GramLists` (multiplicative, of both halves; its top bits are used). */
+const hashOfGram = (first: number, second: number): number => {
   const mixed = Math.imul(first, 0x9e37_79b1) ^ second
-  return Math.imul(mixed ^ (mixed >>> 15), 0x85eb_ca6b) >>> 12
+  return Math.imul(mixed ^ (mixed >>> 15), 0x85eb_ca6b) >>> 0
 }
 
 /** A word's two hashes (`WordLists`) start from these, and take each unit in with these multipliers. */
@@ -445,56 +448,32 @@ const wordHashSeeds = [0x811c_9dc5 | 0, 0x9747_b28c | 0] as const
 const wordHashPrimes = [0x0100_0193, 0x5bd1_e995] as const
 
 /**
- * Word → posting list, looked up from the units of the text it is in (no substring made): an
- * open-addressing table keyed by two 32-bit hashes of the word's units, each hit checked against
- * the word itself. A `Map` of the words split out of each text took a sixth of a bulk build.
+ * Word → posting list, looked up from the units of the text it is in (no substring made): a
+ * `GramLists` keyed by two 32-bit hashes of the word's units, each hit checked against the word
+ * itself; a word whose two hashes another word has already (odds of about 2^-64 a pair) is kept in
+ * a `Map` instead. A `Map` of the words split out of each text took a sixth of a bulk build.
  */
-class WordLists {
-  private hashes = new Int32Array(2 * 1024)
-  /** The list of each entry, -1 where the entry is free. */
-  private lists = new Int32Array(1024).fill(-1)
-  private words: Array<string> = new Array(1024)
-  private used = 0
+export class WordLists {
+  private readonly byHashes = new GramLists()
+  /** The word of each list in `byHashes`, by list. */
+  private readonly wordOfList: Array<string> = []
+  private readonly collided = new Map<string, number>()
 
   /** The list of `text`'s units [start, end) (hashed `first`, `second`), or -1. */
   get(text: string, start: number, end: number, first: number, second: number): number {
-    const mask = this.lists.length - 1
-    for (let at = slotOfGram(first, second) & mask; ; at = (at + 1) & mask) {
-      const list = this.lists[at]!
-      if (list === -1) return -1
-      if (
-        this.hashes[2 * at] === first &&
-        this.hashes[2 * at + 1] === second &&
-        sameUnits(this.words[at]!, text, start, end)
-      )
-        return list
-    }
+    const list = this.byHashes.get(first, second)
+    if (list === -1 || sameUnits(this.wordOfList[list]!, text, start, end)) return list
+    return this.collided.get(text.slice(start, end)) ?? -1
   }
 
   /** Records the list of a word it does not hold. */
   add(word: string, first: number, second: number, list: number): void {
-    if (2 * (this.used + 1) > this.lists.length) this.resize(this.lists.length * 2)
-    this.put(word, first, second, list)
-    this.used++
-  }
-
-  private put(word: string, first: number, second: number, list: number): void {
-    const mask = this.lists.length - 1
-    let at = slotOfGram(first, second) & mask
-    while (this.lists[at] !== -1) at = (at + 1) & mask
-    this.hashes[2 * at] = first
-    this.hashes[2 * at + 1] = second
-    this.lists[at] = list
-    this.words[at] = word
-  }
-
-  private resize(capacity: number): void {
-    const { hashes, lists, words } = this
-    this.hashes = new Int32Array(2 * capacity)
-    this.lists = new Int32Array(capacity).fill(-1)
-    this.words = new Array(capacity)
-    for (let at = 0; at < lists.length; at++)
-      if (lists[at] !== -1) this.put(words[at]!, hashes[2 * at]!, hashes[2 * at + 1]!, lists[at]!)
+    if (this.byHashes.get(first, second) !== -1) {
+      this.collided.set(word, list)
+      return
+    }
+    this.byHashes.add(first, second, list)
+    this.wordOfList[list] = word
   }
 }
 
@@ -568,8 +547,6 @@ export class SubstringIndex<K> {
   private pool = new PostingPool()
   /** Each code unit's and each trigram's list of the slots containing it. */
   private gramLists = new GramLists()
-  /** The lists of the ASCII units, also in `gramLists`: looked up without hashing, the commonest case. */
-  private asciiUnitLists = new Int32Array(0x80).fill(-1)
   /** Pair key → the lists of the trigrams starting with that pair (a two-unit query's). */
   private trigramListsOfPair = new Map<number, Array<number>>()
   /** Word → list of slots containing it as a word. */
@@ -810,13 +787,15 @@ export class SubstringIndex<K> {
       let first = 0
       let second = 0
       let unit = length > 0 ? text.charCodeAt(0) : 0
+      let separator = words && length > 0 && isWordSeparator(unit)
       for (let i = 0; i < length; i++) {
         const next = i + 1 < length ? text.charCodeAt(i + 1) : textEnd
         lists[count++] = this.unitList(unit)
         if (next !== textEnd)
           lists[count++] = this.trigramList(pairKey(unit, next), i + 2 < length ? text.charCodeAt(i + 2) : textEnd)
         if (words) {
-          if (!isWordSeparator(unit)) {
+          const nextSeparator = next === textEnd || isWordSeparator(next)
+          if (!separator) {
             if (wordStart === -1) {
               wordStart = i
               first = wordHashSeeds[0]
@@ -825,12 +804,13 @@ export class SubstringIndex<K> {
             first = Math.imul(first ^ unit, firstPrime)
             second = Math.imul(second ^ unit, secondPrime)
           }
-          if (wordStart !== -1 && (next === textEnd || isWordSeparator(next))) {
+          if (wordStart !== -1 && nextSeparator) {
             const units = i + 1 - wordStart
             if (units >= wordUnitsMin && units <= wordUnitsMax)
               lists[count++] = this.wordList(text, wordStart, i + 1, first, second)
             wordStart = -1
           }
+          separator = nextSeparator
         }
         unit = next
       }
@@ -839,11 +819,10 @@ export class SubstringIndex<K> {
   }
 
   private unitList(unit: number): number {
-    let list = unit < 0x80 ? this.asciiUnitLists[unit]! : this.gramLists.get(unit, unitGram)
+    let list = this.gramLists.get(unit, unitGram)
     if (list === -1) {
       list = this.newList()
       this.gramLists.add(unit, unitGram, list)
-      if (unit < 0x80) this.asciiUnitLists[unit] = list
     }
     return list
   }
@@ -1010,7 +989,6 @@ export class SubstringIndex<K> {
   private rebuildFrom(documents: ReadonlyArray<readonly [K, ReadonlyArray<string>]>): void {
     this.pool = new PostingPool()
     this.gramLists = new GramLists()
-    this.asciiUnitLists = new Int32Array(0x80).fill(-1)
     this.trigramListsOfPair = new Map()
     this.wordLists = new WordLists()
     this.slotKeys = []

@@ -7,7 +7,13 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { benchmarkSearchNodes } from "../../bench/searchNodes.ts"
-import { isWordSeparator, PostingPool, SubstringIndex, textsMatchQuery } from "../../src/graph/SubstringIndex.ts"
+import {
+  isWordSeparator,
+  PostingPool,
+  SubstringIndex,
+  textsMatchQuery,
+  WordLists,
+} from "../../src/graph/SubstringIndex.ts"
 
 /** Pieces that stress case folding and code-unit matching. */
 const trickyPieces = [
@@ -302,6 +308,22 @@ describe("the word scanner", () => {
     for (let unit = 0; unit <= 0xffff; unit++)
       if (isWordSeparator(unit) !== separator.test(String.fromCharCode(unit))) disagreeing.push(unit)
     expect(disagreeing).toEqual([])
+  })
+})
+
+describe("the word lists", () => {
+  it("tell apart words whose two hashes are the same", () => {
+    // Real collisions of both 32-bit hashes are too rare to find: the hashes are given.
+    const words = new WordLists()
+    words.add("alpha", 7, 9, 1)
+    words.add("omega", 7, 9, 2)
+    words.add("delta", 7, 10, 3)
+    const text = "an alpha and an omega, no gamma"
+    expect(words.get(text, 3, 8, 7, 9)).toBe(1)
+    expect(words.get(text, 16, 21, 7, 9)).toBe(2)
+    expect(words.get(text, 26, 31, 7, 9)).toBe(-1)
+    expect(words.get("delta", 0, 5, 7, 10)).toBe(3)
+    expect(words.get("gamma", 0, 5, 7, 10)).toBe(-1)
   })
 })
 

@@ -142,6 +142,10 @@ export interface KeyRange {
   readonly reverse?: boolean
 }
 
+/** `range` from just after `key` (the smallest string above it: `key` and a NUL), or whole without one. */
+export const rangeAfter = (range: KeyRange, key: string | undefined): KeyRange =>
+  key === undefined ? range : { ...range, start: `${key}\u0000` }
+
 /** Read access to a store's state, used by queries and by `decide`. */
 export interface StoreView {
   readonly get: (key: string) => unknown
