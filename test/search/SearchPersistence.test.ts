@@ -357,3 +357,41 @@ describe("SearchPersistence (lmdb) vectors on disk", () => {
     }
   })
 })
+
+describe("SearchPersistence (lmdb) keys on disk", () => {
+  it("keeps each key's KeyCodec bytes: documents and sequences written as bytes read back, and the other way round", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "mnemos-search-persist-"))
+    dirs.push(dir)
+    const path = join(dir, "lmdb")
+    // A group with the separator, an astral character and a lone surrogate in it (KeyCodec's WTF-8).
+    const group = "p\u0000caf\u00e9 \u{1f600} \ud800"
+    const first = openLmdbPersistence(path)
+    first.putDocument(group, document("new", "graph", "written by the persistence"))
+    first.setSeq("graph", 7)
+    await first.committed()
+    await first.close()
+    const env = open({ path, maxDbs: 5, compression: false })
+    const documents = env.openDB<SearchDocument, Buffer>({ name: "documents", encoding: "json", keyEncoding: "binary" })
+    const meta = env.openDB<number, Buffer>({ name: "meta", encoding: "json", keyEncoding: "binary" })
+    assert.strictEqual(documents.get(encodeKey(`graph\u0000${group}\u0000new`))?.text, "written by the persistence")
+    assert.strictEqual(meta.get(encodeKey("seq\u0000graph")), 7)
+    // As the code before wrote them: keys as KeyCodec's bytes.
+    await documents.put(encodeKey(`graph\u0000${group}\u0000old`), document("old", "graph", "written as bytes"))
+    await meta.put(encodeKey("seq\u0000notes"), 3)
+    await env.close()
+
+    const second = openLmdbPersistence(path)
+    try {
+      assert.deepStrictEqual(
+        [...second.groups()].map(({ store, group, documents }) => [store, group, documents.map(({ id }) => id)]),
+        [["graph", group, ["new", "old"]]],
+      )
+      assert.strictEqual(second.document("graph", group, "old")?.text, "written as bytes")
+      assert.deepStrictEqual(second.groupDocumentIds("graph", group), ["new", "old"])
+      assert.strictEqual(second.seq("notes"), 3)
+      assert.strictEqual(second.seq("graph"), 7)
+    } finally {
+      await second.close()
+    }
+  })
+})

@@ -12,7 +12,7 @@
  */
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import { embeddingWords } from "../index/Tokenizer.ts"
+import { forEachEmbeddingWord } from "../index/Tokenizer.ts"
 import type { SentenceEncoder } from "./SentenceEncoder.ts"
 import { type StaticModelManifest, staticModelFiles } from "./StaticModelManifest.ts"
 import { packWordIds, type WordIds } from "./WordIds.ts"
@@ -48,18 +48,26 @@ export const readStaticVocabulary = (dir: string, manifest: StaticModelManifest)
   return { ids: packWordIds(words), weights }
 }
 
-/** The known words of `text` with their weights. */
-export const weightedTokens = (vocabulary: StaticVocabulary, text: string): WeightedTokens => {
-  const ids: Array<number> = []
-  const weights: Array<number> = []
-  for (const word of embeddingWords(text)) {
+/**
+ * The known words of `text` with their weights, in `into` (emptied first: `encode` reuses one pair
+ * of arrays for every text, since each is embedded before the next is read).
+ */
+export const weightedTokens = (
+  vocabulary: StaticVocabulary,
+  text: string,
+  into: { readonly ids: Array<number>; readonly weights: Array<number> } = { ids: [], weights: [] },
+): WeightedTokens => {
+  const { ids, weights } = into
+  ids.length = 0
+  weights.length = 0
+  forEachEmbeddingWord(text, (word) => {
     const id = vocabulary.ids.get(word)
-    if (id === undefined) continue
+    if (id === undefined) return true
     ids.push(id)
     weights.push(vocabulary.weights[id]!)
-    if (ids.length >= staticTokensPerTextMax) break
-  }
-  return { ids, weights }
+    return ids.length < staticTokensPerTextMax
+  })
+  return into
 }
 
 /** A static model's manifest, vocabulary and word vectors, read once for the encoder and the term aligner. */
@@ -110,6 +118,9 @@ export const loadStaticModel = async (
 ): Promise<SentenceEncoder> => ({
   id: manifest.id,
   dimensions: manifest.dimensions,
-  encode: async (texts) => texts.map((text) => embedWeightedTokens(vectors, weightedTokens(vocabulary, text))),
+  encode: async (texts) => {
+    const tokens = { ids: [], weights: [] }
+    return texts.map((text) => embedWeightedTokens(vectors, weightedTokens(vocabulary, text, tokens)))
+  },
   close: async () => vectors.close?.(),
 })

@@ -107,11 +107,17 @@ const rawWords = (text: string, visit: (word: string, whole: string | undefined)
 /** Words for the embedding model: every word, in order (stop words too; SIF weights them down). */
 export const embeddingWords = (text: string): Array<string> => {
   const out: Array<string> = []
-  rawWords(text, (word) => {
+  forEachEmbeddingWord(text, (word) => {
     out.push(word)
-    return out.length < tokensPerTextMax
+    return true
   })
   return out
+}
+
+/** `embeddingWords` one at a time, with no array of them; `visit` returns false to stop. */
+export const forEachEmbeddingWord = (text: string, visit: (word: string) => boolean): void => {
+  let count = 0
+  rawWords(text, (word) => visit(word) && ++count < tokensPerTextMax)
 }
 
 /** The S-stemmer: folds English plurals only, so it rarely conflates different words. */

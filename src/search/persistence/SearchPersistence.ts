@@ -49,7 +49,7 @@ import {
   settleLmdbWrite,
   syncLmdb,
 } from "../../stores/checkpoint/Checkpoint.ts"
-import { decodeKey, encodeKey } from "../../stores/checkpoint/KeyCodec.ts"
+import { keyEncoder } from "../../stores/checkpoint/KeyCodec.ts"
 import { allocateLockFile } from "../../stores/checkpoint/LmdbLockFile.ts"
 import { lmdbMapOptions } from "../../stores/checkpoint/LmdbMap.ts"
 import { noRoomFor } from "../../stores/checkpoint/LmdbRoom.ts"
@@ -211,12 +211,12 @@ const loadBatchEntries = 1024
  * indexing grew the file to four times its live data). A group replaced or deleted between two
  * batches is one the load skips anyway (IndexCore's `replacedWhileLoading`).
  */
-function* batchedGroups(documents: Database<SearchDocument, Buffer>): Iterable<PersistedGroup> {
-  let start: Buffer | undefined
+function* batchedGroups(documents: Database<SearchDocument, string>): Iterable<PersistedGroup> {
+  let start: string | undefined
   let limit = loadBatchEntries
   for (;;) {
     const batch = [...documents.getRange(start === undefined ? { limit } : { start, limit })]
-    const groups = [...groupRuns(batch.map(({ key, value }) => ({ key: decodeKey(key), value })))]
+    const groups = [...groupRuns(batch)]
     if (batch.length < limit) {
       yield* groups
       return
@@ -239,9 +239,9 @@ type Slot = 0 | 1
 
 interface Handles {
   readonly env: RootDatabase
-  readonly documents: Database<SearchDocument, Buffer>
-  readonly vectors: readonly [Database<Uint8Array, Buffer>, Database<Uint8Array, Buffer>]
-  readonly meta: Database<MetaValue, Buffer>
+  readonly documents: Database<SearchDocument, string>
+  readonly vectors: readonly [Database<Uint8Array, string>, Database<Uint8Array, string>]
+  readonly meta: Database<MetaValue, string>
 }
 
 type MetaValue = string | number | EncoderConfig | PersistedModel
@@ -250,16 +250,19 @@ const openHandles = (path: string): Handles => {
   // Its lock file allocated first: made sparse by LMDB, a full disk kills the process (SIGBUS).
   allocateLockFile(path)
   const env: RootDatabase = open({ path, maxDbs: 5, compression: false, ...lmdbMapOptions() })
-  // Keys are bytes encoded by KeyCodec (lmdb-js string keys mangle long keys with U+0000); values
-  // are JSON so every string round-trips.
+  // Keys are bytes encoded by KeyCodec (lmdb-js string keys mangle long keys with U+0000), written
+  // straight into lmdb-js's key buffer (`keyEncoder`: no Buffer a key, as the stores' checkpoints);
+  // values are JSON so every string round-trips. (`keyEncoder` is a database option lmdb-js's types
+  // list only for the root environment.)
+  const options = (name: string, encoding: "json" | "binary") => ({ name, encoding, keyEncoder })
   return {
     env,
-    documents: env.openDB<SearchDocument, Buffer>({ name: "documents", encoding: "json", keyEncoding: "binary" }),
+    documents: env.openDB<SearchDocument, string>(options("documents", "json")),
     vectors: [
-      env.openDB<Uint8Array, Buffer>({ name: vectorSlotNames[0], encoding: "binary", keyEncoding: "binary" }),
-      env.openDB<Uint8Array, Buffer>({ name: vectorSlotNames[1], encoding: "binary", keyEncoding: "binary" }),
+      env.openDB<Uint8Array, string>(options(vectorSlotNames[0], "binary")),
+      env.openDB<Uint8Array, string>(options(vectorSlotNames[1], "binary")),
     ],
-    meta: env.openDB<MetaValue, Buffer>({ name: "meta", encoding: "json", keyEncoding: "binary" }),
+    meta: env.openDB<MetaValue, string>(options("meta", "json")),
   }
 }
 
@@ -289,16 +292,16 @@ const copyInto = async (from: Handles, path: string): Promise<void> => {
       [from.vectors[0], to.vectors[0]],
       [from.vectors[1], to.vectors[1]],
       [from.meta, to.meta],
-    ] as ReadonlyArray<readonly [Database<unknown, Buffer>, Database<unknown, Buffer>]>
+    ] as ReadonlyArray<readonly [Database<unknown, string>, Database<unknown, string>]>
     for (const [source, target] of pairs) {
-      let chunk: Array<{ key: Buffer; value: unknown }> = []
+      let chunk: Array<{ key: string; value: unknown }> = []
       const flush = () =>
         to.env.transactionSync(() => {
           for (const { key, value } of chunk) target.putSync(key, value)
           chunk = []
         })
       for (const entry of source.getRange({})) {
-        chunk.push(entry as { key: Buffer; value: unknown })
+        chunk.push(entry as { key: string; value: unknown })
         if (chunk.length >= compactChunkEntries) flush()
       }
       flush()
@@ -406,10 +409,7 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
       unsettled.set(key, { document }) // kept, as a write whose commit failed is
       return
     }
-    const write =
-      document === undefined
-        ? handles.documents.remove(encodeKey(key))
-        : handles.documents.put(encodeKey(key), document)
+    const write = document === undefined ? handles.documents.remove(key) : handles.documents.put(key, document)
     watch(write)
     const entry = { document }
     unsettled.set(key, entry)
@@ -425,33 +425,32 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
     }
     documentsWritten.push([key, entry])
   }
-  const metaKey = (name: string) => encodeKey(name)
   // Kept here as well as written: a read sees a write only once it is committed.
-  let slot: Slot = handles.meta.get(metaKey("vectorsSlot")) === 1 ? 1 : 0
-  const storedId = handles.meta.get(metaKey("model")) as string | undefined
-  const storedConfig = handles.meta.get(metaKey("modelConfig")) as EncoderConfig | undefined
+  let slot: Slot = handles.meta.get("vectorsSlot") === 1 ? 1 : 0
+  const storedId = handles.meta.get("model") as string | undefined
+  const storedConfig = handles.meta.get("modelConfig") as EncoderConfig | undefined
   let model: PersistedModel | undefined =
     storedId === undefined
       ? undefined
       : { id: storedId, ...(storedConfig !== undefined ? { config: storedConfig } : {}) }
-  let nextModel = handles.meta.get(metaKey("nextModel")) as PersistedModel | undefined
+  let nextModel = handles.meta.get("nextModel") as PersistedModel | undefined
   const current = () => handles.vectors[slot]
   const other = () => handles.vectors[slot === 0 ? 1 : 0]
-  const read = (db: Database<Uint8Array, Buffer>, id: string) => {
-    const bytes = db.getBinary(encodeKey(id))
+  const read = (db: Database<Uint8Array, string>, id: string) => {
+    const bytes = db.getBinary(id)
     return bytes === undefined ? undefined : decodeVector(bytes)
   }
   const writeModel = (written: PersistedModel) => {
     model = written
-    issue(() => handles.meta.put(metaKey("model"), written.id))
+    issue(() => handles.meta.put("model", written.id))
     issue(() =>
       written.config === undefined
-        ? handles.meta.remove(metaKey("modelConfig"))
-        : handles.meta.put(metaKey("modelConfig"), written.config),
+        ? handles.meta.remove("modelConfig")
+        : handles.meta.put("modelConfig", written.config),
     )
   }
   /** Empties a db, in order with the other writes (and waited for by `close` and `compact` as they are). */
-  const clear = (db: Database<Uint8Array, Buffer>): Promise<void> => {
+  const clear = (db: Database<Uint8Array, string>): Promise<void> => {
     if (!hasRoom()) return Promise.resolve()
     const cleared = db.clearAsync()
     watch(cleared)
@@ -459,7 +458,7 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
   }
   const forgetNextModel = () => {
     nextModel = undefined
-    issue(() => handles.meta.remove(metaKey("nextModel")))
+    issue(() => handles.meta.remove("nextModel"))
   }
   return {
     groups: () => batchedGroups(handles.documents),
@@ -468,17 +467,14 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
       // The range of `store\0group\0` also holds longer groups that begin with it (`group\0x`).
       const prefix = `${store}${sep}${group}${sep}`
       const ids: Array<string> = []
-      for (const { key, value } of handles.documents.getRange({
-        start: encodeKey(prefix),
-        end: encodeKey(`${store}${sep}${group}\u0001`),
-      }))
-        if (groupOfKey(decodeKey(key), store, value.id) === group) ids.push(value.id)
+      for (const { key, value } of handles.documents.getRange({ start: prefix, end: `${store}${sep}${group}\u0001` }))
+        if (groupOfKey(key, store, value.id) === group) ids.push(value.id)
       return ids
     },
     document: (store, group, id) => {
       const key = documentKey(store, group, id)
       const written = unsettled.get(key)
-      return written !== undefined ? written.document : handles.documents.get(encodeKey(key))
+      return written !== undefined ? written.document : handles.documents.get(key)
     },
     holds: (group, document) => {
       const key = documentKey(document.store, group, document.id)
@@ -486,18 +482,18 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
       const json = JSON.stringify(document)
       // Compared as the JSON lmdb-js stores (its `json` encoding is JSON.stringify): nothing parsed.
       if (written !== undefined) return written.document !== undefined && JSON.stringify(written.document) === json
-      const bytes = handles.documents.getBinary(encodeKey(key))
+      const bytes = handles.documents.getBinary(key)
       return bytes !== undefined && Buffer.from(json, "utf8").equals(bytes)
     },
     putDocument: (group, document) => writeDocument(documentKey(document.store, group, document.id), document),
     removeDocument: (store, group, id) => writeDocument(documentKey(store, group, id), undefined),
-    putVector: (id, hash, vector) => issue(() => current().put(encodeKey(id), encodeVector(hash, vector))),
-    removeVector: (id) => issue(() => current().remove(encodeKey(id))),
+    putVector: (id, hash, vector) => issue(() => current().put(id, encodeVector(hash, vector))),
+    removeVector: (id) => issue(() => current().remove(id)),
     clearVectors: () => clear(current()),
-    seq: (store) => handles.meta.get(encodeKey(`seq${sep}${store}`)) as number | undefined,
+    seq: (store) => handles.meta.get(`seq${sep}${store}`) as number | undefined,
     setSeq: (store, seq) =>
       void settleLmdbWrite(lastWrite).then((failed) => {
-        if (failed === undefined && !lost) issue(() => handles.meta.put(encodeKey(`seq${sep}${store}`), seq))
+        if (failed === undefined && !lost) issue(() => handles.meta.put(`seq${sep}${store}`, seq))
       }),
     model: () => model,
     setModel: writeModel,
@@ -506,21 +502,21 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
       forgetNextModel()
       await clear(other())
       nextModel = next
-      issue(() => handles.meta.put(metaKey("nextModel"), next))
+      issue(() => handles.meta.put("nextModel", next))
     },
     dropNextModel: async () => {
       forgetNextModel()
       await clear(other())
     },
     nextVector: (id) => read(other(), id),
-    putNextVector: (id, hash, vector) => issue(() => other().put(encodeKey(id), encodeVector(hash, vector))),
-    removeNextVector: (id) => issue(() => other().remove(encodeKey(id))),
+    putNextVector: (id, hash, vector) => issue(() => other().put(id, encodeVector(hash, vector))),
+    removeNextVector: (id) => issue(() => other().remove(id)),
     switchToNextModel: async () => {
       if (nextModel === undefined) throw new Error("no next model to switch to")
       const former = current()
       // One JavaScript turn: one transaction, committed after every earlier write.
       slot = slot === 0 ? 1 : 0
-      issue(() => handles.meta.put(metaKey("vectorsSlot"), slot))
+      issue(() => handles.meta.put("vectorsSlot", slot))
       writeModel(nextModel)
       forgetNextModel()
       await clear(former)
