@@ -10,7 +10,7 @@
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process"
 import { createHash } from "node:crypto"
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { createRequire, isBuiltin } from "node:module"
 import { dirname, join, sep } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
@@ -20,6 +20,7 @@ import { Effect } from "effect"
 import { PNG } from "pngjs"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
 import { allocatorEnv } from "../../src/runtime/AllocatorEnv.ts"
+import { schedBatch } from "../../src/runtime/ThreadPolicy.ts"
 import { builtinCatalogue, defaultModelName, fileUrl } from "../../src/search/embedding/ModelCatalogue.ts"
 import { modelDirOf, pullModel } from "../../src/search/embedding/ModelFolder.ts"
 import { mainThreadDocumentsMax } from "../../src/search/Indexer.ts"
@@ -46,6 +47,17 @@ let nvimAddress: string
 let display: string | undefined
 const started: Array<ChildProcess> = []
 
+/** The threads of process `pid` under scheduling policy `policy` (/proc/PID/task/TID/stat, field 41). */
+const threadsUnder = (pid: number, policy: number): Array<number> => {
+  const found: Array<number> = []
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "latin1")
+      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[41 - 3]) === policy) found.push(Number(tid))
+    } catch {} // a thread that ended meanwhile
+  }
+  return found
+}
 /** PATH with the product's Node first, so that a daemon a shim starts runs on it too. */
 const productEnv = (): NodeJS.ProcessEnv => ({
   ...process.env,
@@ -437,6 +449,18 @@ describe(`the installed product on Node ${productNodeVersion}`, () => {
     const writing = await startDaemon({ cli: { node: productNode, file: product.cli } })
     const client = await connectClient("ws", writing.url)
     try {
+      const batchedAtStart =
+        process.platform === "linux"
+          ? await waitFor(
+              "Node's own threads under SCHED_BATCH",
+              async () => {
+                const batched = threadsUnder(writing.pid, schedBatch)
+                return batched.length >= 4 ? batched : undefined
+              },
+              10_000,
+              50,
+            )
+          : []
       // Twice mainThreadDocumentsMax search documents (an entity and its 3 observations each).
       const batches = (2 * mainThreadDocumentsMax) / 40
       for (let batch = 0; batch < batches; batch++) {
@@ -464,6 +488,15 @@ describe(`the installed product on Node ${productNodeVersion}`, () => {
       assert.isAtMost(mainThread, 16, `the main thread's young generation grew: ${line}`)
       // It starts at its cap (V8's initial 2 MiB otherwise, which the hold would keep) and stays there.
       assert.strictEqual(searchThread, searchThreadYoungGenerationMb, `the search thread's, not at its cap: ${line}`)
+      // Node's own threads (V8's helpers) from the start, and the search thread once it runs, do not
+      // take the CPU from the main thread when they wake (ThreadPolicy.ts); the main thread and the
+      // WAL writer keep the default policy.
+      if (process.platform === "linux") {
+        const batched = threadsUnder(writing.pid, schedBatch)
+        assert.notInclude(batched, writing.pid, "the main thread")
+        assert.isAtLeast(batched.filter((tid) => !batchedAtStart.includes(tid)).length, 1, "the search thread")
+        assert.isAtLeast(threadsUnder(writing.pid, 0).filter((tid) => tid !== writing.pid).length, 1, "the WAL writer")
+      }
     } finally {
       await client.close()
       await writing.stop()

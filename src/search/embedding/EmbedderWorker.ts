@@ -5,9 +5,11 @@
  * Protocol: `{ id, texts }` in; `{ id, vectors }` (each a transferred Float32Array or null) or
  * `{ id, error }` out. The first message back is `{ ready: true }` or `{ ready: false, error }`.
  * Started with `{ build: dir }` instead, it builds the default model there (first run without
- * `npm run build`) and answers `{ built }`.
+ * `npm run build`) and answers `{ built }`. It does not take the CPU from the main thread when it
+ * wakes, and neither do the ONNX runtime's threads it starts (ThreadPolicy.ts).
  */
 import { parentPort, workerData } from "node:worker_threads"
+import { ownThreadId, runInBatch } from "../../runtime/ThreadPolicy.ts"
 import { type EncoderConfig, loadEncoder } from "./EncoderLoader.ts"
 import { buildStaticModel } from "./StaticModelBuild.ts"
 
@@ -23,6 +25,7 @@ export type WorkerReply =
   | { readonly built: true }
   | { readonly built: false; readonly error: string }
 
+void runInBatch([ownThreadId()])
 const port = parentPort
 const data = workerData as EncoderConfig | { readonly build: string }
 if (port !== null && "build" in data) {

@@ -1,0 +1,65 @@
+/**
+ * Background threads do not take the CPU from the main thread when they wake
+ * (src/runtime/ThreadPolicy.ts): on Linux the threads given run under SCHED_BATCH, read from /proc
+ * as the scheduler sees it, and only they — the main thread keeps its policy. Elsewhere nothing is
+ * done. (test/shipped checks the built daemon: Node's own threads and the search thread batched.)
+ */
+import { readFileSync } from "node:fs"
+import { Worker } from "node:worker_threads"
+import { assert, describe, it } from "vitest"
+import { ownThreadId, runInBatch, schedBatch, threadsBesideMain } from "../../src/runtime/ThreadPolicy.ts"
+
+/** A thread's scheduling policy (`/proc/self/task/<tid>/stat`, field 41). */
+const policyOf = (tid: number): number => {
+  const stat = readFileSync(`/proc/self/task/${tid}/stat`, "latin1")
+  // Fields after the command name (which may hold spaces) start at field 3, the state.
+  return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[41 - 3])
+}
+
+/** A worker thread that reports its own thread id and then waits to be ended. */
+const startWorker = async (): Promise<{ readonly tid: number; readonly end: () => Promise<number> }> => {
+  const worker = new Worker(
+    `const { parentPort } = require("node:worker_threads");
+     const { readlinkSync } = require("node:fs");
+     parentPort.postMessage(Number(readlinkSync("/proc/thread-self").split("/").pop()));
+     setInterval(() => {}, 1000);`,
+    { eval: true },
+  )
+  const tid = await new Promise<number>((resolve, reject) => {
+    worker.once("message", resolve)
+    worker.once("error", reject)
+  })
+  return { tid, end: () => worker.terminate() }
+}
+
+describe.runIf(process.platform === "linux")("background threads' policy", () => {
+  it("puts the threads given under SCHED_BATCH, and no other", async () => {
+    const worker = await startWorker()
+    try {
+      assert.include(threadsBesideMain(), worker.tid)
+      assert.notInclude(threadsBesideMain(), process.pid)
+      assert.notStrictEqual(policyOf(worker.tid), schedBatch, "a new thread starts with its creator's policy")
+      const mainBefore = policyOf(process.pid)
+      assert.deepStrictEqual(await runInBatch([worker.tid]), [worker.tid])
+      assert.strictEqual(policyOf(worker.tid), schedBatch)
+      assert.strictEqual(policyOf(process.pid), mainBefore, "the main thread's policy")
+    } finally {
+      await worker.end()
+    }
+  })
+
+  it("knows the calling thread's id", () => {
+    assert.strictEqual(ownThreadId(), process.pid)
+  })
+
+  it("leaves out what is no thread, and does nothing off Linux", async () => {
+    assert.deepStrictEqual(await runInBatch([undefined, 0, -1, 1.5]), [])
+    const worker = await startWorker()
+    try {
+      assert.deepStrictEqual(await runInBatch([worker.tid], "darwin"), [])
+      assert.notStrictEqual(policyOf(worker.tid), schedBatch)
+    } finally {
+      await worker.end()
+    }
+  })
+})
