@@ -10,13 +10,15 @@
  * 0.7–0.9 s of its 1.4 s of `create_entities`.
  *
  * So the search thread, the embedder's worker (and the ONNX runtime's threads it starts, which
- * inherit it) and the threads Node starts before any JavaScript runs (V8's helpers, its delayed
- * task scheduler, the signal watcher) run under `SCHED_BATCH` (sched(7)): a batch thread is not
- * given the CPU on wakeup over a running thread, but it keeps its fair share of the CPU. That is
- * not a nice value, which lowers the share: at nice +10 the search thread fell behind the writes
- * and the 10k peak rose ~22 MiB (reverted in 8e57b87). The WAL writer keeps the default policy: a
+ * inherit it) and the threads there are when `serve` starts (those Node starts before any
+ * JavaScript runs — V8's helpers, its delayed task scheduler, the signal watcher — and libuv's
+ * pool, which the CLI has started by then; lmdb-js commits there, off any acknowledgement's path)
+ * run under `SCHED_BATCH` (sched(7)): a batch thread is not given the CPU on wakeup over a running
+ * thread, but it keeps its fair share of the CPU. That is not a nice value, which lowers the
+ * share: at nice +10 the search thread fell behind the writes and the 10k peak rose ~22 MiB
+ * (reverted in 8e57b87). The WAL writer keeps the default policy, as the main thread does: a
  * write's acknowledgement waits for it, and batched it pushed the sequential p99 up (14.7–17.1
- * against 13.4–14.0 ms); so do libuv's pool and the main thread.
+ * against 13.4–14.0 ms).
  *
  * Linux only: there a policy is a thread's own and needs no privilege to be set to `SCHED_BATCH`
  * on one's own threads. Node has no call for it, so util-linux's `chrt` sets it (part of every
@@ -30,8 +32,8 @@ import { readdirSync, readlinkSync } from "node:fs"
 export const schedBatch = 3
 
 /**
- * The threads of this process other than the main one. Called before the daemon starts any thread
- * or libuv's pool (`serve`'s first step), they are those Node started before any JavaScript ran.
+ * The threads of this process other than the main one. At `serve`'s first step, before the daemon
+ * starts a thread of its own: Node's and libuv's pool.
  */
 export const threadsBesideMain = (): ReadonlyArray<number> => {
   try {
