@@ -10,7 +10,7 @@ import { resolveActiveNvimFile } from "../editor/ActiveNvimFile.ts"
 import * as EditorServices from "../editor/EditorServices.ts"
 import { boundHeapGrowth } from "../runtime/HeapGrowth.ts"
 import { startIdleCollection } from "../runtime/IdleHeap.ts"
-import { runInBatch, threadsBesideMain } from "../runtime/ThreadPolicy.ts"
+import { runNodeThreadsInBatchSoon } from "../runtime/ThreadPolicy.ts"
 import { holdYoungGeneration } from "../runtime/YoungGeneration.ts"
 import { encoderConfigOf } from "../search/embedding/EncoderLoader.ts"
 import { chosenModel, modelDirOf } from "../search/embedding/ModelFolder.ts"
@@ -97,9 +97,10 @@ export const serve = Effect.fn(function* ({
   model,
   ...natsFlags
 }: ServeOptions) {
-  // Before anything starts a thread: the ones there now are Node's own (V8's helpers among them),
-  // which from now on do not take the CPU from the main thread when they wake (ThreadPolicy.ts).
-  void runInBatch(threadsBesideMain())
+  // Before anything starts a thread: the ones there now are Node's own (V8's helpers among them)
+  // and libuv's pool, which soon no longer take the CPU from the main thread when they wake
+  // (ThreadPolicy.ts).
+  runNodeThreadsInBatchSoon()
   const location = resolveDataDir(Option.getOrUndefined(dataDir))
   const tools = yield* toolsOf(toolsets)
   const encoder = yield* modelOf(model, location.path)

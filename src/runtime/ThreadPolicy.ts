@@ -56,26 +56,43 @@ export const ownThreadId = (): number | undefined => {
 
 /**
  * Puts `tids` (threads of this process) under `SCHED_BATCH`; resolves once each was tried, with
- * those that took it. Never rejects: a thread that kept its policy only runs as before.
+ * those that took it. Never rejects: a thread that kept its policy only runs as before. One
+ * process is spawned however many threads (a shell that runs `chrt` for each): a spawn holds the
+ * calling thread for its fork and exec, a few milliseconds each.
  */
 export const runInBatch = (
   tids: ReadonlyArray<number | undefined>,
   platform: NodeJS.Platform = process.platform,
 ): Promise<ReadonlyArray<number>> => {
-  if (platform !== "linux") return Promise.resolve([])
   const set = tids.filter((tid): tid is number => tid !== undefined && Number.isInteger(tid) && tid > 0)
-  return Promise.all(
-    set.map(
-      (tid) =>
-        new Promise<number | undefined>((resolve) => {
-          try {
-            execFile("chrt", ["--batch", "--pid", "0", String(tid)], (error) =>
-              resolve(error === null ? tid : undefined),
-            ).on("error", () => resolve(undefined))
-          } catch {
-            resolve(undefined)
-          }
-        }),
-    ),
-  ).then((done) => done.filter((tid): tid is number => tid !== undefined))
+  if (platform !== "linux" || set.length === 0) return Promise.resolve([])
+  const script = 'for tid do chrt --batch --pid 0 "$tid" >/dev/null 2>&1 && echo "$tid"; done'
+  return new Promise((resolve) => {
+    try {
+      execFile("sh", ["-c", script, "sh", ...set.map(String)], (_error, stdout) =>
+        resolve(
+          String(stdout ?? "")
+            .split("\n")
+            .filter((line) => line !== "")
+            .map(Number),
+        ),
+      ).on("error", () => resolve([]))
+    } catch {
+      resolve([])
+    }
+  })
+}
+
+/** How long after `serve` starts Node's own threads are put under `SCHED_BATCH` (after its first answers). */
+export const nodeThreadsBatchDelayMs = 1_000
+
+/**
+ * Notes the threads there are now (`threadsBesideMain`: at `serve`'s first step, Node's own and
+ * libuv's pool) and puts them under `SCHED_BATCH` `nodeThreadsBatchDelayMs` later, so the spawn
+ * does not delay a daemon's first answer. The timer keeps no process alive.
+ */
+export const runNodeThreadsInBatchSoon = (): void => {
+  const tids = threadsBesideMain()
+  if (tids.length === 0 || process.platform !== "linux") return
+  setTimeout(() => void runInBatch(tids), nodeThreadsBatchDelayMs).unref()
 }

@@ -34,17 +34,21 @@ const startWorker = async (): Promise<{ readonly tid: number; readonly end: () =
 
 describe.runIf(process.platform === "linux")("background threads' policy", () => {
   it("puts the threads given under SCHED_BATCH, and no other", async () => {
-    const worker = await startWorker()
+    const workers = [await startWorker(), await startWorker(), await startWorker()]
     try {
-      assert.include(threadsBesideMain(), worker.tid)
+      const [first, second, other] = workers.map((worker) => worker.tid) as [number, number, number]
+      assert.includeMembers([...threadsBesideMain()], [first, second, other])
       assert.notInclude(threadsBesideMain(), process.pid)
-      assert.notStrictEqual(policyOf(worker.tid), schedBatch, "a new thread starts with its creator's policy")
+      for (const tid of [first, second, other])
+        assert.notStrictEqual(policyOf(tid), schedBatch, "a new thread starts with its creator's policy")
       const mainBefore = policyOf(process.pid)
-      assert.deepStrictEqual(await runInBatch([worker.tid]), [worker.tid])
-      assert.strictEqual(policyOf(worker.tid), schedBatch)
+      assert.sameMembers([...(await runInBatch([first, second]))], [first, second])
+      assert.strictEqual(policyOf(first), schedBatch)
+      assert.strictEqual(policyOf(second), schedBatch)
+      assert.notStrictEqual(policyOf(other), schedBatch, "a thread not given")
       assert.strictEqual(policyOf(process.pid), mainBefore, "the main thread's policy")
     } finally {
-      await worker.end()
+      for (const worker of workers) await worker.end()
     }
   })
 
