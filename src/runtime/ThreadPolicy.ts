@@ -9,8 +9,8 @@
  * thread in the middle of a call. Under the 10k graph workload the main thread waited for a core
  * 0.7–0.9 s of its 1.4 s of `create_entities`.
  *
- * So the search thread, the embedder's worker (and the ONNX runtime's threads it starts, which
- * inherit it) and the threads there are when `serve` starts (those Node starts before any
+ * So the search thread, the embedder's worker (and the ONNX runtime's threads it starts after it
+ * is set, which inherit it) and the threads there are when `serve` starts (those Node starts before any
  * JavaScript runs — V8's helpers, its delayed task scheduler, the signal watcher — and libuv's
  * pool, which the CLI has started by then; lmdb-js commits there, off any acknowledgement's path)
  * run under `SCHED_BATCH` (sched(7)): a batch thread is not given the CPU on wakeup over a running

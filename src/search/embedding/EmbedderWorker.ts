@@ -6,7 +6,8 @@
  * `{ id, error }` out. The first message back is `{ ready: true }` or `{ ready: false, error }`.
  * Started with `{ build: dir }` instead, it builds the default model there (first run without
  * `npm run build`) and answers `{ built }`. It does not take the CPU from the main thread when it
- * wakes, and neither do the ONNX runtime's threads it starts (ThreadPolicy.ts).
+ * wakes (ThreadPolicy.ts), and neither do the ONNX runtime's threads it starts once that is set
+ * (they inherit it; the policy is set by a spawn, so threads started before it returns do not).
  */
 import { parentPort, workerData } from "node:worker_threads"
 import { ownThreadId, runInBatch } from "../../runtime/ThreadPolicy.ts"

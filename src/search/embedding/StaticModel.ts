@@ -55,7 +55,7 @@ export const readStaticVocabulary = (dir: string, manifest: StaticModelManifest)
 export const weightedTokens = (
   vocabulary: StaticVocabulary,
   text: string,
-  into: { readonly ids: Array<number>; readonly weights: Array<number> } = { ids: [], weights: [] },
+  into: { readonly ids: Array<number>; readonly weights: Array<number> },
 ): WeightedTokens => {
   const { ids, weights } = into
   ids.length = 0
