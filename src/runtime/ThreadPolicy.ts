@@ -83,6 +83,9 @@ export const runInBatch = (
   })
 }
 
+/** Puts the calling thread under `SCHED_BATCH` (a background worker, at its start). */
+export const runThisThreadInBatch = (): void => void runInBatch([ownThreadId()])
+
 /** How long after `serve` starts Node's own threads are put under `SCHED_BATCH` (after its first answers). */
 export const nodeThreadsBatchDelayMs = 1_000
 

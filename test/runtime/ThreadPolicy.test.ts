@@ -4,17 +4,10 @@
  * as the scheduler sees it, and only they — the main thread keeps its policy. Elsewhere nothing is
  * done. (test/shipped checks the built daemon: Node's own threads and the search thread batched.)
  */
-import { readFileSync } from "node:fs"
 import { Worker } from "node:worker_threads"
 import { assert, describe, it } from "vitest"
 import { ownThreadId, runInBatch, schedBatch, threadsBesideMain } from "../../src/runtime/ThreadPolicy.ts"
-
-/** A thread's scheduling policy (`/proc/self/task/<tid>/stat`, field 41). */
-const policyOf = (tid: number): number => {
-  const stat = readFileSync(`/proc/self/task/${tid}/stat`, "latin1")
-  // Fields after the command name (which may hold spaces) start at field 3, the state.
-  return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[41 - 3])
-}
+import { policyOf } from "../support/threads.ts"
 
 /** A worker thread that reports its own thread id and then waits to be ended. */
 const startWorker = async (): Promise<{ readonly tid: number; readonly end: () => Promise<number> }> => {

@@ -10,7 +10,7 @@
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process"
 import { createHash } from "node:crypto"
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { createRequire, isBuiltin } from "node:module"
 import { dirname, join, sep } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
@@ -27,6 +27,7 @@ import { mainThreadDocumentsMax } from "../../src/search/Indexer.ts"
 import { searchThreadYoungGenerationMb } from "../../src/search/thread/SearchThread.ts"
 import { lacks, startNeovim, startXvfb } from "../editor/harness.ts"
 import { closedPort, startHub, tinyModel } from "../search/hubServer.ts"
+import { threadsUnder } from "../support/threads.ts"
 import {
   cleanup,
   connectClient,
@@ -47,17 +48,6 @@ let nvimAddress: string
 let display: string | undefined
 const started: Array<ChildProcess> = []
 
-/** The threads of process `pid` under scheduling policy `policy` (/proc/PID/task/TID/stat, field 41). */
-const threadsUnder = (pid: number, policy: number): Array<number> => {
-  const found: Array<number> = []
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "latin1")
-      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[41 - 3]) === policy) found.push(Number(tid))
-    } catch {} // a thread that ended meanwhile
-  }
-  return found
-}
 /** PATH with the product's Node first, so that a daemon a shim starts runs on it too. */
 const productEnv = (): NodeJS.ProcessEnv => ({
   ...process.env,

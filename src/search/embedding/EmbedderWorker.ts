@@ -10,7 +10,7 @@
  * (they inherit it; the policy is set by a spawn, so threads started before it returns do not).
  */
 import { parentPort, workerData } from "node:worker_threads"
-import { ownThreadId, runInBatch } from "../../runtime/ThreadPolicy.ts"
+import { runThisThreadInBatch } from "../../runtime/ThreadPolicy.ts"
 import { type EncoderConfig, loadEncoder } from "./EncoderLoader.ts"
 import { buildStaticModel } from "./StaticModelBuild.ts"
 
@@ -26,7 +26,7 @@ export type WorkerReply =
   | { readonly built: true }
   | { readonly built: false; readonly error: string }
 
-void runInBatch([ownThreadId()])
+runThisThreadInBatch()
 const port = parentPort
 const data = workerData as EncoderConfig | { readonly build: string }
 if (port !== null && "build" in data) {

@@ -49,7 +49,7 @@ import {
   settleLmdbWrite,
   syncLmdb,
 } from "../../stores/checkpoint/Checkpoint.ts"
-import { keyEncoder } from "../../stores/checkpoint/KeyCodec.ts"
+import { keyedDatabase } from "../../stores/checkpoint/KeyCodec.ts"
 import { allocateLockFile } from "../../stores/checkpoint/LmdbLockFile.ts"
 import { lmdbMapOptions } from "../../stores/checkpoint/LmdbMap.ts"
 import { noRoomFor } from "../../stores/checkpoint/LmdbRoom.ts"
@@ -251,18 +251,16 @@ const openHandles = (path: string): Handles => {
   allocateLockFile(path)
   const env: RootDatabase = open({ path, maxDbs: 5, compression: false, ...lmdbMapOptions() })
   // Keys are bytes encoded by KeyCodec (lmdb-js string keys mangle long keys with U+0000), written
-  // straight into lmdb-js's key buffer (`keyEncoder`: no Buffer a key, as the stores' checkpoints);
-  // values are JSON so every string round-trips. (`keyEncoder` is a database option lmdb-js's types
-  // list only for the root environment.)
-  const options = (name: string, encoding: "json" | "binary") => ({ name, encoding, keyEncoder })
+  // straight into lmdb-js's key buffer as the stores' checkpoints' are (no Buffer a key); values
+  // are JSON so every string round-trips.
   return {
     env,
-    documents: env.openDB<SearchDocument, string>(options("documents", "json")),
+    documents: env.openDB<SearchDocument, string>(keyedDatabase("documents", "json")),
     vectors: [
-      env.openDB<Uint8Array, string>(options(vectorSlotNames[0], "binary")),
-      env.openDB<Uint8Array, string>(options(vectorSlotNames[1], "binary")),
+      env.openDB<Uint8Array, string>(keyedDatabase(vectorSlotNames[0], "binary")),
+      env.openDB<Uint8Array, string>(keyedDatabase(vectorSlotNames[1], "binary")),
     ],
-    meta: env.openDB<MetaValue, string>(options("meta", "json")),
+    meta: env.openDB<MetaValue, string>(keyedDatabase("meta", "json")),
   }
 }
 

@@ -4,8 +4,8 @@
  * It does not take the CPU from the main thread when it wakes (ThreadPolicy.ts).
  */
 import { workerData } from "node:worker_threads"
-import { ownThreadId, runInBatch } from "../../runtime/ThreadPolicy.ts"
+import { runThisThreadInBatch } from "../../runtime/ThreadPolicy.ts"
 import { serveParent, type ThreadConfig } from "./SearchThread.ts"
 
-void runInBatch([ownThreadId()])
+runThisThreadInBatch()
 serveParent(workerData as ThreadConfig)

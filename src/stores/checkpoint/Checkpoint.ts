@@ -16,7 +16,7 @@
 
 import { Effect, Schema } from "effect"
 import { asBinary, type Database, open, type RootDatabase } from "lmdb"
-import { compareKeys, keyEncoder } from "./KeyCodec.ts"
+import { compareKeys, keyedDatabase } from "./KeyCodec.ts"
 import { allocateLockFile } from "./LmdbLockFile.ts"
 import { lmdbMapOptions } from "./LmdbMap.ts"
 import { freeBytes, noRoomFor, type TreeShape, transactionGrowthBound, type WriteSize } from "./LmdbRoom.ts"
@@ -265,10 +265,8 @@ export const openCheckpoint = (path: string): Effect.Effect<Checkpoint, Checkpoi
       allocateLockFile(path)
       const env: RootDatabase = open({ path, maxDbs: 4, compression: false, ...lmdbMapOptions() })
       // Values are JSON (`encodedValue`, written as its bytes). Keys are bytes we encode ourselves
-      // (KeyCodec.ts): lmdb-js's string keys mangle long keys with U+0000. (`keyEncoder` is a
-      // database option lmdb-js's types list only for the root environment.)
-      const dataOptions = { name: "data", encoding: "json", keyEncoder } as const
-      const data = env.openDB<unknown, string>(dataOptions)
+      // (KeyCodec.ts): lmdb-js's string keys mangle long keys with U+0000.
+      const data = env.openDB<unknown, string>(keyedDatabase("data", "json"))
       const meta = env.openDB<number, string>({ name: "meta" })
       const view = dataView(data)
       const writerIn = (): StoreWriter => ({

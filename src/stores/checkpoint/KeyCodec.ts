@@ -99,6 +99,13 @@ export const keyEncoder = {
   readKey: (source: Uint8Array, start: number, end: number): string => decodeKey(source.subarray(start, end)),
 }
 
+/**
+ * The options of an lmdb-js database whose keys are strings in this encoding (`keyEncoder`), its
+ * values in `encoding`. Built here, not written inline: `keyEncoder` is a database option
+ * lmdb-js's types list only for the root environment.
+ */
+export const keyedDatabase = (name: string, encoding: "json" | "binary") => ({ name, encoding, keyEncoder })
+
 const isSurrogate = (unit: number) => unit >= 0xd800 && unit <= 0xdfff
 const isHighSurrogate = (unit: number) => unit >= 0xd800 && unit <= 0xdbff
 const isLowSurrogate = (unit: number) => unit >= 0xdc00 && unit <= 0xdfff
