@@ -6,7 +6,9 @@
  * seconds of allocating almost nothing. Held, the main thread's stays at the 8 MiB it has once the
  * daemon has loaded (32 MiB otherwise; 64 on Node 24): in the 10k graph workload the daemon's peak
  * was 18–21 MiB lower on Node 20 and about 50 MiB lower on Node 24, at the same CPU a write
- * (docs/benchmarks.md, "The young generation held for the daemon's life").
+ * (docs/benchmarks.md, "The young generation held for the daemon's life"). Node 24's V8 also
+ * lends a young generation pages beyond its size while the old generation is being marked (held at
+ * 8 MiB, up to 22 MiB was seen in a scratch probe) and takes them back at the next full collection.
  *
  * `serve` holds it from its start for the daemon's whole life (ServeRun.ts), wherever the search
  * index runs. V8's flags are process-wide and this one is read at each growth decision, so setting
