@@ -19,8 +19,7 @@
  * values are encoded while they wait, a batch at a time, in the turn after the one that
  * acknowledged it (`setImmediate`), the commit's turn encodes only what is left, and it writes
  * each key once, with its last value (`lastOfEachKey`). What is left of the turn grows with
- * `limits.changesMax`: a median of 4-6 ms (up to 21) at 4,096 changes, 1 ms (up to 3.6) at the
- * daemon's 1,024.
+ * `limits.changesMax`, which the daemon's default keeps small for it (StoreActor.ts).
  *
  * A commit that fails because the disk is full (`DiskFullError`) is not a defect: nothing of it was
  * written, its changes stay queued (and readable through the pending layer), `diskFull` says so, and
