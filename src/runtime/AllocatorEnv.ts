@@ -15,19 +15,27 @@ import { readFileSync } from "node:fs"
  * peaks 26–50 MiB lower, for 2–17 % more of its time (memory given back is faulted in again). A
  * trim threshold of 128 KiB saved a little more and cost 15 % (the heap's top trimmed and regrown
  * on every free). Other C libraries ignore the variables.
+ *
+ * And one arena: glibc gives each thread that allocates its own arena (up to eight a core), each
+ * with its free memory kept apart; the daemon's main thread, search thread, LMDB and WAL writers,
+ * libuv's pool and V8's helpers each had one, the search thread's alone holding 11–14 MiB. In one
+ * arena (`MALLOC_ARENA_MAX=1`) the 10k graph workload peaked 18–25 MiB lower on Node 20, 22 and
+ * 24, at the same time and CPU a call (small allocations stay in each thread's cache, which takes
+ * no lock); docs/benchmarks.md, "One malloc arena".
  */
 export const allocatorEnv: Readonly<Record<string, string>> = {
   MALLOC_MMAP_THRESHOLD_: "262144",
   MALLOC_TRIM_THRESHOLD_: "2097152",
+  MALLOC_ARENA_MAX: "1",
 }
 
 /** `env` with the allocator settings added, unless it gives them itself. */
 export const withAllocatorEnv = (env: NodeJS.ProcessEnv): NodeJS.ProcessEnv => ({ ...allocatorEnv, ...env })
 
-/** Whether `env` already says how glibc's thresholds are set (the user's choice wins). */
+/** Whether `env` already says how glibc's malloc is set (the user's choice wins: any one of the settings). */
 const givesAllocatorSettings = (env: NodeJS.ProcessEnv): boolean =>
   Object.keys(allocatorEnv).some((name) => env[name] !== undefined) ||
-  /glibc\.malloc\.(mmap|trim)_threshold/.test(env.GLIBC_TUNABLES ?? "")
+  /glibc\.malloc\.(mmap_threshold|trim_threshold|arena_max)/.test(env.GLIBC_TUNABLES ?? "")
 
 /** The parts of `process` the re-execution reads, so that tests can pass their own. */
 export interface Reexecutable {
@@ -60,7 +68,7 @@ export const runsOnGlibc = (): boolean => {
 /**
  * Replaces this process (same pid, same stdio, same arguments) by one with `allocatorEnv` in its
  * environment, when that can matter and Node can: on Linux with glibc, with `process.execve`
- * (Node 22.15 and later, 23.11 and later), when the environment does not set the thresholds
+ * (Node 22.15 and later, 23.11 and later), when the environment sets none of them
  * already. Call it first thing, before any thread or stream is started: it does not return when it
  * re-executes. Costs one start of Node, 25–30 ms to a first answer; in exchange the 10k graph
  * workload peaked 26–43 MiB lower on Node 22 (docs/benchmarks.md, "glibc's thresholds for every daemon"). On Node

@@ -45,7 +45,9 @@ describe("serve's re-execution with glibc's allocator settings", () => {
     const left = {
       "a threshold the user set": { env: { MALLOC_TRIM_THRESHOLD_: "131072" } },
       "the other one": { env: { MALLOC_MMAP_THRESHOLD_: "65536" } },
+      "the arenas": { env: { MALLOC_ARENA_MAX: "4" } },
       "a glibc tunable for them": { env: { GLIBC_TUNABLES: "glibc.malloc.trim_threshold=131072" } },
+      "a glibc tunable for the arenas": { env: { GLIBC_TUNABLES: "glibc.malloc.arena_max=2" } },
       "Node without execve (20)": { execve: undefined },
       "another C library (musl)": { runsOnGlibc: () => false },
       macOS: { platform: "darwin" as const },

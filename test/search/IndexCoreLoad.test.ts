@@ -99,6 +99,52 @@ describe("the search index's warm start", () => {
     },
   )
 
+  it.skipIf(process.platform !== "linux")(
+    "lets go of the pages a run of writes mapped once the writes pause, and of a few writes' only once idle",
+    async () => {
+      const pauseMs = 200
+      const { dataDir, run } = coreRunner("mnemos-core-pause-", {
+        releaseMappedPagesIdleMs: 3_600_000,
+        releaseMappedPagesWritesMax: 64,
+        // After the first release of the run below, none while writes go on.
+        releaseMappedPagesWritesEveryMs: 3_600_000,
+        releaseMappedPagesWritesPauseMs: pauseMs,
+      })
+      const file = join(dataDir, "search", "lmdb", "data.mdb")
+      const groups = (from: number, count: number) =>
+        Array.from({ length: count }, (_, i) => ({
+          group: `g${from + i}`,
+          documents: [note(`n${from + i}`, `note ${from + i} `.repeat(100))],
+        }))
+      const seen = await run((core) =>
+        Effect.gen(function* () {
+          yield* core.load
+          yield* core.embedMissing
+          // A few writes (a document and its vector): their pages wait for the idle hour.
+          yield* core.apply("notes", groups(0, 1), 1, 1, 0)
+          const afterFew = yield* core.tick
+          // A run of writes: 800 documents of 1 KiB and their vectors, in applies of 100 (the first
+          // one, past 64 writes, lets go of the pages once; the rest map them again).
+          for (let batch = 0; batch < 8; batch++)
+            yield* core.apply("notes", groups(1 + batch * 100, 100), 2 + batch, 100, 0)
+          const afterRun = yield* core.tick
+          const mapped = residentBytesOf(file)
+          yield* Effect.sleep(`${pauseMs + 50} millis`)
+          const paused = yield* core.tick
+          const released = residentBytesOf(file)
+          const found = (yield* core.documents(["n0", "n800"])).map((document) => document?.text)
+          return { afterFew, afterRun, mapped, paused, released, found }
+        }),
+      )
+      assert.isAbove(seen.afterFew as number, pauseMs, "a few writes: released when idle, not at a pause")
+      assert.isAtMost(seen.afterRun as number, pauseMs, "a run of writes: released once they pause")
+      assert.isAtLeast(seen.mapped, 512 * 1024, "the run's writes mapped the file's pages")
+      assert.strictEqual(seen.paused, "idle", "released: nothing is left to let go")
+      assert.isAtMost(seen.released, 256 * 1024, "the pause let go of them")
+      assert.deepStrictEqual(seen.found, ["note 0 ".repeat(100), "note 800 ".repeat(100)])
+    },
+  )
+
   it("removes from disk what an event removed while the persisted index was loading", async () => {
     const { dataDir, run } = coreRunner("mnemos-core-load-")
     const group = "p\u0000notes"

@@ -12,7 +12,7 @@
  * The index keeps its documents whole in persistence only (SearchIndex.ts), and reads them for
  * the hits shown: reads map the file's pages, so once warm, `tick` lets go of them when no read
  * came for `releaseMappedPagesIdleMs`, and after every `releaseMappedPagesWritesMax` writes (which
- * map the pages their transactions walk).
+ * map the pages their transactions walk) or once such a run of writes pauses.
  *
  * The model loads on the first need (a document to embed, a search by meaning); if it is not up
  * within `modelWaitMs` (a first-run build), documents wait for it in `deferred` and are found by
@@ -57,6 +57,15 @@ export const releaseMappedPagesWritesMax = 1_024
  * 14 % more CPU a call in `npm run bench -- writes`).
  */
 export const releaseMappedPagesWritesEveryMs = 1_000
+/**
+ * How long the index goes without a write (or a read) before it lets go of the pages a run of at
+ * least `releaseMappedPagesWritesMax` writes mapped, rather than waiting `releaseMappedPagesIdleMs`:
+ * a bulk of writes maps the whole file (random keys walk every page), and once it pauses nothing
+ * will use those pages soon. At the end of the 10k graph workload's writes they were 26 MiB of the
+ * daemon's resident set for the 2 s after them (docs/benchmarks.md, "Pages a bulk of writes
+ * mapped, let go when it pauses").
+ */
+export const releaseMappedPagesWritesPauseMs = 250
 /** Texts per embedding call. */
 export const embedChunkTexts = 512
 /** How long indexing waits for the model to load before its documents wait in the background. */
@@ -137,6 +146,8 @@ export interface CoreConfig {
   readonly releaseMappedPagesWritesMax?: number | undefined
   /** `releaseMappedPagesWritesEveryMs` (tests lower it). */
   readonly releaseMappedPagesWritesEveryMs?: number | undefined
+  /** `releaseMappedPagesWritesPauseMs` (tests change it). */
+  readonly releaseMappedPagesWritesPauseMs?: number | undefined
 }
 
 /** Builds the core; it flushes and closes its persistence when the scope closes. */
@@ -163,6 +174,7 @@ export const makeIndexCore = (config: CoreConfig) =>
       )
     const writesMax = config.releaseMappedPagesWritesMax ?? releaseMappedPagesWritesMax
     const writesEveryMs = config.releaseMappedPagesWritesEveryMs ?? releaseMappedPagesWritesEveryMs
+    const writesPauseMs = config.releaseMappedPagesWritesPauseMs ?? releaseMappedPagesWritesPauseMs
     /** When writes last let go of the pages (wall-clock: housekeeping, not domain time). */
     let releasedForWritesAt = 0
     const persistence: SearchPersistence =
@@ -410,6 +422,15 @@ export const makeIndexCore = (config: CoreConfig) =>
       }),
     )
     const idleMs = config.releaseMappedPagesIdleMs ?? releaseMappedPagesIdleMs
+    /**
+     * When `tick` lets go of the mapped pages, once warm and after an operation mapped some: `idleMs`
+     * after the last one, or `writesPauseMs` after it when a run of `writesMax` writes mapped them.
+     */
+    const releaseDueAt = (): number | undefined => {
+      if (!warm || readAt === undefined) return undefined
+      const afterWrites = persistence.writesSinceMappedPagesReleased() >= writesMax
+      return readAt + (afterWrites ? Math.min(writesPauseMs, idleMs) : idleMs)
+    }
 
     /**
      * Embeds every document still without a vector, in chunks (the end of warm-up); then lets go of
@@ -433,19 +454,22 @@ export const makeIndexCore = (config: CoreConfig) =>
 
     /**
      * Background work: documents that waited for the model, a step of re-embedding, one of the ANN
-     * index; once warm, letting go of the pages reads mapped when none came for `idleMs`. Answers
+     * index; once warm, letting go of the pages reads mapped when none came for `idleMs` (or writes
+     * mapped, `writesPauseMs` after a run of them, `releaseDueAt`). Answers
      * when it has work again: `"soon"` (a step is left, or documents wait for the model to load),
      * in so many ms (the pages' release), or `"idle"` (nothing until a request brings some).
      */
     const tick: Effect.Effect<TickAfter> = Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
-      if (warm && readAt !== undefined && now - readAt >= idleMs) yield* releaseMappedPages
+      const releaseAt = releaseDueAt()
+      if (releaseAt !== undefined && now >= releaseAt) yield* releaseMappedPages
       if (deferred.size > 0 && live().status().state === "ready") yield* locked(embed([]))
       if (loaded && modelSwitch !== undefined) yield* modelSwitch.step
       if (index.vectors.annBehind) yield* locked(Effect.sync(() => index.vectors.buildAnnStep()))
       const switching = loaded && modelSwitch !== undefined && !modelSwitch.progress().finished
       if (deferred.size > 0 || switching || index.vectors.annBehind) return "soon"
-      return warm && readAt !== undefined ? Math.max(0, readAt + idleMs - now) : "idle"
+      const nextReleaseAt = releaseDueAt()
+      return nextReleaseAt !== undefined ? Math.max(0, nextReleaseAt - now) : "idle"
     })
 
     const embedQuery = (model: Embedder["Service"], request: SearchRequest) =>
