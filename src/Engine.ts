@@ -60,6 +60,9 @@ export interface EngineConfig {
     readonly thread?: boolean
     /** The most documents a default-placed index holds on the main thread (tests lower it). */
     readonly mainThreadDocumentsMax?: number
+    /** The burst of documents that moves a default-placed index off the main thread (Indexer.ts; tests change it). */
+    readonly mainThreadBurstDocuments?: number
+    readonly mainThreadBurstMs?: number
     /** Starts the search thread (tests wrap it, to stop a thread as a crash would). */
     readonly openThread?: typeof openSearchThread
     /** How long after the start a small index warms up (Indexer.ts; at once by default). */
@@ -143,6 +146,10 @@ export const layer = (config: EngineConfig) => {
     ...(config.search?.mainThreadDocumentsMax !== undefined
       ? { mainThreadDocumentsMax: config.search.mainThreadDocumentsMax }
       : {}),
+    ...(config.search?.mainThreadBurstDocuments !== undefined
+      ? { mainThreadBurstDocuments: config.search.mainThreadBurstDocuments }
+      : {}),
+    ...(config.search?.mainThreadBurstMs !== undefined ? { mainThreadBurstMs: config.search.mainThreadBurstMs } : {}),
     ...(config.search?.openThread !== undefined ? { openThread: config.search.openThread } : {}),
     ...(config.search?.mainThreadWarmUpAfterMs !== undefined
       ? { mainThreadWarmUpAfterMs: config.search.mainThreadWarmUpAfterMs }

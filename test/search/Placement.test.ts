@@ -19,11 +19,17 @@ afterAll(removeTempDirs)
 const documentsMax = 4
 
 /** An engine whose index is placed by size, recording each thread it starts (true: a worker). */
-const openPlaced = async (dir: string, max = documentsMax) => {
+const openPlaced = async (
+  dir: string,
+  max = documentsMax,
+  burst: { readonly documents: number; readonly ms: number } = { documents: 1_000_000, ms: 1 },
+) => {
   const started: Array<boolean> = []
   const search: Engine.EngineConfig["search"] = {
     thread: undefined,
     mainThreadDocumentsMax: max,
+    mainThreadBurstDocuments: burst.documents,
+    mainThreadBurstMs: burst.ms,
     openThread: (config, thread) => {
       started.push(thread ?? true)
       return openSearchThread(config, thread)
@@ -87,6 +93,37 @@ describe("where the search index runs", () => {
     await create(engine, ["Delta"])
     await assertEveryDocument(engine, ["Alpha", "Bravo", "Charlie", "Delta"])
     await engine.close()
+  })
+
+  it("moves a small index to a worker with every document when events bring it a burst of documents, not when they come apart", async () => {
+    const waitForWorker = async (engine: SearchEngine) => {
+      for (let attempt = 0; (await health(engine)).thread !== "worker"; attempt++) {
+        assert.isBelow(attempt, 3_000, "the index moved to a worker thread")
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+    }
+    // Far below the size limit (100), more than 4 documents within the hour: a burst.
+    const bursting = await openPlaced(tempDir(), 100, { documents: 4, ms: 3_600_000 })
+    await create(bursting.engine, ["Alpha"]) // 2 documents
+    await assertEveryDocument(bursting.engine, ["Alpha"])
+    assert.strictEqual((await health(bursting.engine)).thread, "main", "2 documents are no burst")
+    await create(bursting.engine, ["Bravo", "Charlie"]) // 6 within the window
+    await waitForWorker(bursting.engine)
+    assert.deepStrictEqual(bursting.started, [false, true], "one worker, started once")
+    await assertEveryDocument(bursting.engine, ["Alpha", "Bravo", "Charlie"])
+    await bursting.engine.close()
+
+    // The same 6 documents, 2 at a time, 400 ms apart with a window of 50 ms: no burst, and within the size limit.
+    const apart = await openPlaced(tempDir(), 100, { documents: 4, ms: 50 })
+    for (const name of ["Alpha", "Bravo", "Charlie"]) {
+      await create(apart.engine, [name])
+      await assertEveryDocument(apart.engine, [name])
+      await new Promise((resolve) => setTimeout(resolve, 400))
+    }
+    assert.strictEqual((await health(apart.engine)).thread, "main")
+    assert.deepStrictEqual(apart.started, [false], "no worker thread")
+    await assertEveryDocument(apart.engine, ["Alpha", "Bravo", "Charlie"])
+    await apart.engine.close()
   })
 
   it("places a persisted index by its size when it starts", async () => {
