@@ -8,7 +8,11 @@
  *      with --quick).
  *   2. Sequential `create_entities` of one entity on one connection per network transport of the
  *      daemon: the daemon's CPU per call (target: Streamable HTTP within 1.5x WebSocket). 1,000
- *      calls after 100 warm-up (200 after 50 with --quick).
+ *      calls after 100 warm-up each (200 after 50 with --quick), the transports taking turns in
+ *      rounds (`inRotation`). The daemon is warmed up first, its search index moved to its worker
+ *      thread and caught up (`settledIndex`): a move in one transport's calls would charge that
+ *      transport alone for the worker's start, as one measured after the other would be charged for
+ *      what the calls before it left to collect.
  *   3. 32 agents on MCP-over-WebSocket, one entity per call, while 8 dashboard subscribers follow
  *      `/events` (bench/transports.ts's scenario) for 5 s (1.5 s with --quick), after 3 s of the
  *      same: acked calls/s, p50/p99, the daemon's CPU per call, and whether every subscriber saw
@@ -26,6 +30,7 @@ import { dirname, join } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { packagedModelDirAbove } from "../src/search/embedding/Embedder.ts"
+import { mainThreadDocumentsMax } from "../src/search/Indexer.ts"
 import {
   cleanup,
   type NetworkTransport,
@@ -116,6 +121,87 @@ const stdioBatches = async (build: Build, warmup: number, calls: number): Promis
   }
 }
 
+/**
+ * Writes more documents than a main-thread search index holds (`mainThreadDocumentsMax`), waits
+ * until `mem-stats` says the index runs on its worker thread, where it stays for every transport,
+ * then until the daemon is quiet (the worker done with the backlog): at most `quietCpuShare` of a
+ * core over `quietWindowMs`.
+ */
+const settledIndex = async (client: Client, pid: number): Promise<void> => {
+  const batch = 100
+  const entities = Math.ceil(mainThreadDocumentsMax / (1 + observationsPerEntity)) + batch
+  for (let start = 0; start < entities; start += batch)
+    await createEntities(
+      client,
+      Array.from({ length: batch }, (_, index) => `settle-${start + index}`),
+    )
+  const started = performance.now()
+  const waited = (what: string) => {
+    if (performance.now() - started > settleTimeoutMs) throw new Error(`the daemon's ${what} within 60 s`)
+    return new Promise((resolve) => setTimeout(resolve, quietWindowMs))
+  }
+  for (;;) {
+    const stats = await client.callTool({ name: "mem-stats", arguments: {} })
+    if ((stats.structuredContent as { thread?: string } | undefined)?.thread === "worker") break
+    await waited("search index did not move to its worker thread")
+  }
+  for (;;) {
+    const before = daemonCpu(pid).processMs
+    await waited("search thread did not go quiet")
+    if (daemonCpu(pid).processMs - before <= quietCpuShare * quietWindowMs) return
+  }
+}
+const settleTimeoutMs = 60_000
+const quietWindowMs = 250
+const quietCpuShare = 0.1
+
+/** Rounds of `inRotation`. */
+const rotationRounds = 5
+
+/**
+ * Sequential calls on each transport's connection: `warmup` each, then `calls` each in
+ * `rotationRounds` rounds, the transports taking turns (each round starting with the next one), so
+ * that what the daemon does in the background — a collection, the search thread catching up — falls
+ * on each alike. The daemon's CPU is summed over each transport's turns.
+ */
+const inRotation = async (
+  pid: number,
+  clients: ReadonlyArray<{ readonly transport: NetworkTransport; readonly client: Client }>,
+  warmup: number,
+  calls: number,
+): Promise<Array<{ transport: NetworkTransport } & Measured>> => {
+  for (const { transport, client } of clients)
+    for (let call = 0; call < warmup; call++) await createEntities(client, [`${transport}-warm-up-${call}`])
+  const measured = clients.map(() => ({ latencies: [] as Array<number>, processMs: 0, mainThreadMs: 0 }))
+  const perRound = Math.ceil(calls / rotationRounds)
+  for (let round = 0; round < rotationRounds; round++)
+    for (let turn = 0; turn < clients.length; turn++) {
+      const index = (round + turn) % clients.length
+      const { transport, client } = clients[index]!
+      const into = measured[index]!
+      const before = daemonCpu(pid)
+      for (let call = 0; call < perRound; call++) {
+        const started = performance.now()
+        await createEntities(client, [`${transport}-${round}-${call}`])
+        into.latencies.push(performance.now() - started)
+      }
+      const after = daemonCpu(pid)
+      into.processMs += after.processMs - before.processMs
+      into.mainThreadMs += after.mainThreadMs - before.mainThreadMs
+    }
+  return clients.map(({ transport }, index) => {
+    const { latencies, processMs, mainThreadMs } = measured[index]!
+    latencies.sort((a, b) => a - b)
+    return {
+      transport,
+      p50Ms: round(quantile(latencies, 0.5)),
+      p99Ms: round(quantile(latencies, 0.99)),
+      serverCpuUsPerCall: round((processMs * 1000) / latencies.length, 0),
+      mainThreadCpuUsPerCall: round((mainThreadMs * 1000) / latencies.length, 0),
+    }
+  })
+}
+
 /** Measurements 2 and 3 on one daemon of `build`. */
 const daemonWrites = async (build: Build, warmup: number, calls: number, durationMs: number) => {
   const daemon = await startDaemon({ cli: { node: process.execPath, file: build.cli } })
@@ -124,16 +210,13 @@ const daemonWrites = async (build: Build, warmup: number, calls: number, duratio
     // transport came first: warm the daemon up before any is measured.
     const warming = await connectNetwork("ws", daemon.url)
     for (let call = 0; call < 2 * warmup; call++) await createEntities(warming, [`warm-up-${call}`])
+    await settledIndex(warming, daemon.pid)
     await warming.close()
-    const perTransport: Array<{ transport: NetworkTransport } & Measured> = []
-    for (const transport of networkTransports) {
-      const client = await connectNetwork(transport, daemon.url)
-      perTransport.push({
-        transport,
-        ...(await sequential(daemon.pid, warmup, calls, (call) => createEntities(client, [`${transport}-${call}`]))),
-      })
-      await client.close()
-    }
+    const clients = await Promise.all(
+      networkTransports.map(async (transport) => ({ transport, client: await connectNetwork(transport, daemon.url) })),
+    )
+    const perTransport = await inRotation(daemon.pid, clients, warmup, calls)
+    for (const { client } of clients) await client.close()
     const writing = await agentsWriting(daemon.url, daemon.dataDir, durationMs, daemon.pid)
     return { perTransport, writing }
   } finally {
