@@ -40,7 +40,7 @@ import {
   tempDir,
 } from "../test/transports/harness.ts"
 import { type BenchSuite, quantile, round, type Table } from "./Table.ts"
-import { agentsWriting, connectNetwork, cpuPerCall, daemonCpu } from "./transports.ts"
+import { agentsWriting, connectNetwork, daemonCpu } from "./transports.ts"
 
 const entitiesPerCall = 10
 const observationsPerEntity = 3
@@ -57,6 +57,44 @@ interface Measured {
   readonly mainThreadCpuUsPerCall: number
 }
 
+/** Call latencies and the daemon's CPU over those calls, summed over one or more runs of them. */
+interface Tally {
+  readonly latencies: Array<number>
+  processMs: number
+  mainThreadMs: number
+}
+
+const newTally = (): Tally => ({ latencies: [], processMs: 0, mainThreadMs: 0 })
+
+/** `count` sequential calls, each one's latency and the daemon's CPU over them added to `into`. */
+const timedCalls = async (
+  pid: number,
+  count: number,
+  callOnce: (call: number) => Promise<void>,
+  into: Tally,
+): Promise<void> => {
+  const before = daemonCpu(pid)
+  for (let call = 0; call < count; call++) {
+    const started = performance.now()
+    await callOnce(call)
+    into.latencies.push(performance.now() - started)
+  }
+  const after = daemonCpu(pid)
+  into.processMs += after.processMs - before.processMs
+  into.mainThreadMs += after.mainThreadMs - before.mainThreadMs
+}
+
+/** A tally as a row reports it: p50 and p99, and the daemon's CPU per call (µs). */
+const measuredOf = ({ latencies, processMs, mainThreadMs }: Tally): Measured => {
+  latencies.sort((a, b) => a - b)
+  return {
+    p50Ms: round(quantile(latencies, 0.5)),
+    p99Ms: round(quantile(latencies, 0.99)),
+    serverCpuUsPerCall: round((processMs * 1000) / latencies.length, 0),
+    mainThreadCpuUsPerCall: round((mainThreadMs * 1000) / latencies.length, 0),
+  }
+}
+
 /** `calls` sequential calls after `warmup`, with the server's CPU per measured call. */
 const sequential = async (
   pid: number,
@@ -65,21 +103,9 @@ const sequential = async (
   callOnce: (call: number) => Promise<void>,
 ): Promise<Measured> => {
   for (let call = 0; call < warmup; call++) await callOnce(call)
-  const latencies: Array<number> = []
-  const before = daemonCpu(pid)
-  for (let call = warmup; call < warmup + calls; call++) {
-    const started = performance.now()
-    await callOnce(call)
-    latencies.push(performance.now() - started)
-  }
-  const cpu = cpuPerCall(pid, before, calls)
-  latencies.sort((a, b) => a - b)
-  return {
-    p50Ms: round(quantile(latencies, 0.5)),
-    p99Ms: round(quantile(latencies, 0.99)),
-    serverCpuUsPerCall: cpu.processUs,
-    mainThreadCpuUsPerCall: cpu.mainThreadUs,
-  }
+  const tally = newTally()
+  await timedCalls(pid, calls, (call) => callOnce(warmup + call), tally)
+  return measuredOf(tally)
 }
 
 const createEntities = async (client: Client, names: ReadonlyArray<string>): Promise<void> => {
@@ -137,7 +163,8 @@ const settledIndex = async (client: Client, pid: number): Promise<void> => {
     )
   const started = performance.now()
   const waited = (what: string) => {
-    if (performance.now() - started > settleTimeoutMs) throw new Error(`the daemon's ${what} within 60 s`)
+    if (performance.now() - started > settleTimeoutMs)
+      throw new Error(`the daemon's ${what} within ${settleTimeoutMs / 1000} s`)
     return new Promise((resolve) => setTimeout(resolve, quietWindowMs))
   }
   for (;;) {
@@ -172,34 +199,20 @@ const inRotation = async (
 ): Promise<Array<{ transport: NetworkTransport } & Measured>> => {
   for (const { transport, client } of clients)
     for (let call = 0; call < warmup; call++) await createEntities(client, [`${transport}-warm-up-${call}`])
-  const measured = clients.map(() => ({ latencies: [] as Array<number>, processMs: 0, mainThreadMs: 0 }))
+  const tallies = clients.map(newTally)
   const perRound = Math.ceil(calls / rotationRounds)
-  for (let round = 0; round < rotationRounds; round++)
+  for (let lap = 0; lap < rotationRounds; lap++)
     for (let turn = 0; turn < clients.length; turn++) {
-      const index = (round + turn) % clients.length
+      const index = (lap + turn) % clients.length
       const { transport, client } = clients[index]!
-      const into = measured[index]!
-      const before = daemonCpu(pid)
-      for (let call = 0; call < perRound; call++) {
-        const started = performance.now()
-        await createEntities(client, [`${transport}-${round}-${call}`])
-        into.latencies.push(performance.now() - started)
-      }
-      const after = daemonCpu(pid)
-      into.processMs += after.processMs - before.processMs
-      into.mainThreadMs += after.mainThreadMs - before.mainThreadMs
+      await timedCalls(
+        pid,
+        perRound,
+        (call) => createEntities(client, [`${transport}-${lap}-${call}`]),
+        tallies[index]!,
+      )
     }
-  return clients.map(({ transport }, index) => {
-    const { latencies, processMs, mainThreadMs } = measured[index]!
-    latencies.sort((a, b) => a - b)
-    return {
-      transport,
-      p50Ms: round(quantile(latencies, 0.5)),
-      p99Ms: round(quantile(latencies, 0.99)),
-      serverCpuUsPerCall: round((processMs * 1000) / latencies.length, 0),
-      mainThreadCpuUsPerCall: round((mainThreadMs * 1000) / latencies.length, 0),
-    }
-  })
+  return clients.map(({ transport }, index) => ({ transport, ...measuredOf(tallies[index]!) }))
 }
 
 /** Measurements 2 and 3 on one daemon of `build`. */
