@@ -22,5 +22,9 @@ describe("document ids", () => {
     // Computed by the code before the parts were hashed without joining them.
     assert.strictEqual(entityDocumentId("mnemos", "Alice"), "g1hu1nge1f5gb2t")
     assert.strictEqual(observationDocumentId("mnemos", "Alice", "likes tea \u2615"), "o0prbjn713ddgmr")
+    // Both halves above 2^31, a leading zero, both below 2^31: each as `toString(36)` wrote them.
+    assert.strictEqual(hashText("text 0"), "10vpyny128jb3g")
+    assert.strictEqual(hashText("text 8"), "0ynt546100mhhg")
+    assert.strictEqual(hashText("text 60"), "0fzcukc0vd52a4")
   })
 })

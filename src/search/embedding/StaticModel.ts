@@ -52,22 +52,28 @@ export const readStaticVocabulary = (dir: string, manifest: StaticModelManifest)
  * The known words of `text` with their weights, in `into` (emptied first: `encode` reuses one pair
  * of arrays for every text, since each is embedded before the next is read).
  */
-export const weightedTokens = (
-  vocabulary: StaticVocabulary,
-  text: string,
-  into: { readonly ids: Array<number>; readonly weights: Array<number> },
-): WeightedTokens => {
-  const { ids, weights } = into
-  ids.length = 0
-  weights.length = 0
-  forEachEmbeddingWord(text, (word) => {
-    const id = vocabulary.ids.get(word)
-    if (id === undefined) return true
-    ids.push(id)
-    weights.push(vocabulary.weights[id]!)
-    return ids.length < staticTokensPerTextMax
-  })
+export const weightedTokens = (vocabulary: StaticVocabulary, text: string, into: TokensBuffer): WeightedTokens => {
+  into.ids.length = 0
+  into.weights.length = 0
+  forEachEmbeddingWord(text, addKnownWord, { vocabulary, into })
   return into
+}
+
+/** The arrays `weightedTokens` fills. */
+interface TokensBuffer {
+  readonly ids: Array<number>
+  readonly weights: Array<number>
+}
+
+const addKnownWord = (
+  word: string,
+  { vocabulary, into }: { readonly vocabulary: StaticVocabulary; readonly into: TokensBuffer },
+): boolean => {
+  const id = vocabulary.ids.get(word)
+  if (id === undefined) return true
+  into.ids.push(id)
+  into.weights.push(vocabulary.weights[id]!)
+  return into.ids.length < staticTokensPerTextMax
 }
 
 /** A static model's manifest, vocabulary and word vectors, read once for the encoder and the term aligner. */
@@ -120,7 +126,9 @@ export const loadStaticModel = async (
   dimensions: manifest.dimensions,
   encode: async (texts) => {
     const tokens = { ids: [], weights: [] }
-    return texts.map((text) => embedWeightedTokens(vectors, weightedTokens(vocabulary, text, tokens)))
+    const embedded: Array<Float32Array | undefined> = []
+    for (const text of texts) embedded.push(embedWeightedTokens(vectors, weightedTokens(vocabulary, text, tokens)))
+    return embedded
   },
   close: async () => vectors.close?.(),
 })

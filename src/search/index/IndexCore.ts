@@ -242,47 +242,54 @@ export const makeIndexCore = (config: CoreConfig) =>
      * current; a text with no known word is stored as "no vector" so it is not tried again. During
      * a model switch, with both models.
      */
-    const embed = (pending: ReadonlyArray<PendingEmbedding>) =>
-      Effect.gen(function* () {
-        if (pending.length === 0 && deferred.size === 0) return
-        const embedder = live()
-        const model = yield* embedder.ready.pipe(Effect.timeoutOption(Duration.millis(modelWaitMs)))
-        if (model._tag === "None") {
-          for (const item of pending) deferred.set(item.id, item)
-          return
+    const embed = (pending: ReadonlyArray<PendingEmbedding>) => Effect.gen(() => embedSteps(pending))
+    // Made once, not per call (as an inline `Effect.gen(function* ...)` would be): V8 keeps a
+    // function's optimised code only while one of its closures lives, and one made per call had
+    // this, the thread's busiest, compiled again after every full collection (docs/benchmarks.md,
+    // "Closures made for each call").
+    const embedSteps = function* (pending: ReadonlyArray<PendingEmbedding>) {
+      if (pending.length === 0 && deferred.size === 0) return
+      const embedder = live()
+      const model = yield* embedder.ready.pipe(Effect.timeoutOption(Duration.millis(modelWaitMs)))
+      if (model._tag === "None") {
+        for (const item of pending) deferred.set(item.id, item)
+        return
+      }
+      const embedNext = (items: ReadonlyArray<PendingEmbedding>) =>
+        modelSwitch?.previous() !== undefined ? modelSwitch.embedNext(items) : Effect.void
+      // Failed: found by words only, as the health says (the new model's vectors are made even so).
+      if (model.value.state !== "ready") return yield* embedNext(pending)
+      const all = [...deferred.values(), ...pending]
+      deferred.clear()
+      for (let start = 0; start < all.length; start += embedChunkTexts) {
+        const chunk = all.slice(start, start + embedChunkTexts)
+        pendingEmbeddings += chunk.length
+        const texts: Array<string> = []
+        for (const item of chunk) texts.push(item.text)
+        const vectors = yield* embedder.embedBatch(texts).pipe(
+          Effect.catch((error) =>
+            Effect.logWarning(`search: embedding failed: ${error.message}`).pipe(Effect.as(undefined)),
+          ),
+          Effect.ensuring(Effect.sync(() => (pendingEmbeddings -= chunk.length))),
+        )
+        if (vectors === undefined) continue
+        for (let i = 0; i < vectors.length; i++) {
+          const item = chunk[i]!
+          const stored = keptVector(vectors[i])
+          if (index.setVector(item.id, item.hash, stored)) persistence.putVector(item.id, item.hash, stored)
         }
-        const embedNext = (items: ReadonlyArray<PendingEmbedding>) =>
-          modelSwitch?.previous() !== undefined ? modelSwitch.embedNext(items) : Effect.void
-        // Failed: found by words only, as the health says (the new model's vectors are made even so).
-        if (model.value.state !== "ready") return yield* embedNext(pending)
-        const all = [...deferred.values(), ...pending]
-        deferred.clear()
-        for (let start = 0; start < all.length; start += embedChunkTexts) {
-          const chunk = all.slice(start, start + embedChunkTexts)
-          pendingEmbeddings += chunk.length
-          const vectors = yield* embedder.embedBatch(chunk.map((item) => item.text)).pipe(
-            Effect.catch((error) =>
-              Effect.logWarning(`search: embedding failed: ${error.message}`).pipe(Effect.as(undefined)),
-            ),
-            Effect.ensuring(Effect.sync(() => (pendingEmbeddings -= chunk.length))),
-          )
-          if (vectors === undefined) continue
-          vectors.forEach((vector, i) => {
-            const item = chunk[i]!
-            const stored = keptVector(vector)
-            if (index.setVector(item.id, item.hash, stored)) persistence.putVector(item.id, item.hash, stored)
-          })
-        }
-        yield* embedNext(all)
-      })
+      }
+      yield* embedNext(all)
+    }
 
     /** Replaces `groups` of `store` in the index and in persistence, embedding what they need. */
     const replaceGroups = (store: string, groups: ReadonlyArray<GroupDocuments>) =>
-      Effect.suspend(() => {
-        const pending: Array<PendingEmbedding> = []
-        for (const group of groups) pending.push(...applyGroup(store, group))
-        return Effect.andThen(embed(pending), releaseAfterWrites)
-      })
+      Effect.suspend(() => replaceGroupsNow(store, groups))
+    const replaceGroupsNow = (store: string, groups: ReadonlyArray<GroupDocuments>) => {
+      const pending: Array<PendingEmbedding> = []
+      for (const group of groups) pending.push(...applyGroup(store, group))
+      return Effect.andThen(embed(pending), releaseAfterWrites)
+    }
 
     /**
      * Under the lock, once warm: lets go of the pages a run of writes mapped, every `writesMax`

@@ -73,16 +73,22 @@ export const stalePostingsBeforeCompactMin = 1 << 16
  * comparator, no copy of the ids as objects): the array sort was the search thread's largest
  * allocation after tokenizing.
  */
-const packTerms = (fields: ReadonlyArray<ReadonlyArray<number>>): DocumentTerms => {
-  const sorted = fields.map((terms) => Uint32Array.from(terms).sort())
-  const distinct = sorted.map((ids) => {
+const packTerms = (fields: ReadonlyArray<Uint32Array>): DocumentTerms => {
+  // Loops rather than callbacks here and in `add`: a closure made per document lost its
+  // optimised code at every full collection (Tokenizer.ts, `WordVisitor`).
+  const distinct: Array<number> = []
+  let distinctSum = 0
+  for (const ids of fields) {
+    ids.sort()
     let count = 0
     for (let i = 0; i < ids.length; i++) if (i === 0 || ids[i] !== ids[i - 1]) count++
-    return count
-  })
-  const packed = new Uint32Array(2 * fields.length + 2 * distinct.reduce((sum, count) => sum + count, 0))
+    distinct.push(count)
+    distinctSum += count
+  }
+  const packed = new Uint32Array(2 * fields.length + 2 * distinctSum)
   let at = 2 * fields.length
-  sorted.forEach((ids, f) => {
+  for (let f = 0; f < fields.length; f++) {
+    const ids = fields[f]!
     const count = distinct[f]!
     packed[2 * f] = ids.length
     packed[2 * f + 1] = count
@@ -96,7 +102,7 @@ const packTerms = (fields: ReadonlyArray<ReadonlyArray<number>>): DocumentTerms 
       }
     }
     at += 2 * count
-  })
+  }
   return packed
 }
 
@@ -273,9 +279,17 @@ export class LexicalIndex {
 
   /** Indexes document `num` (which must not be indexed already) with its tokenized fields. */
   add(num: number, store: string, fieldTerms: ReadonlyArray<ReadonlyArray<string>>): void {
-    const terms = packTerms(fieldTerms.map((field) => field.map((term) => this.termId(term))))
-    const starts = fieldTerms.map((_, f) => fieldStart(terms, 0, f))
-    fieldTerms.forEach((field, f) => {
+    const ids: Array<Uint32Array> = []
+    for (const field of fieldTerms) {
+      const fieldIds = new Uint32Array(field.length)
+      for (let i = 0; i < field.length; i++) fieldIds[i] = this.termId(field[i]!)
+      ids.push(fieldIds)
+    }
+    const terms = packTerms(ids)
+    const starts: Array<number> = []
+    for (let f = 0; f < fieldTerms.length; f++) starts.push(fieldStart(terms, 0, f))
+    for (let f = 0; f < fieldTerms.length; f++) {
+      const field = fieldTerms[f]!
       this.totalLengths[f]! += field.length
       for (let i = starts[f]!; i < starts[f]! + terms[2 * f + 1]!; i++) {
         const id = terms[i]!
@@ -285,7 +299,7 @@ export class LexicalIndex {
         for (let g = 0; g < f && !earlier; g++) earlier = holdsId(terms, starts[g]!, terms[2 * g + 1]!, id)
         if (!earlier) this.df[id]!++
       }
-    })
+    }
     this.storeOf[num] = store
     this.store(num, terms)
     this.count++

@@ -100,7 +100,28 @@ export const hashJoined = (parts: ReadonlyArray<string>): string => {
       b = Math.imul(b ^ code, 0x01000193) ^ (b >>> 15)
     }
   }
-  return (a >>> 0).toString(36).padStart(7, "0") + (b >>> 0).toString(36).padStart(7, "0")
+  return hashDigits(a, b)
+}
+
+/** Base-36 digits as character codes: `0-9` then `a-z`. */
+const base36Code = (digit: number) => (digit < 10 ? 48 + digit : 87 + digit)
+
+/**
+ * `(a >>> 0).toString(36).padStart(7, "0") + (b >>> 0).toString(36).padStart(7, "0")`, the same
+ * 14 characters (36^7 > 2^32), made without `toString(36)`: V8 formats a number above 2^31 in its
+ * runtime, with a floating-point remainder per digit (1.5 % of each thread's time while writing).
+ */
+const hashDigits = (a: number, b: number): string => {
+  let high = a >>> 0
+  let low = b >>> 0
+  const codes = new Array<number>(14)
+  for (let at = 6; at >= 0; at--) {
+    codes[at] = base36Code(high % 36)
+    high = (high - (high % 36)) / 36
+    codes[at + 7] = base36Code(low % 36)
+    low = (low - (low % 36)) / 36
+  }
+  return String.fromCharCode(...codes)
 }
 
 /** What changes a document's embedding. */

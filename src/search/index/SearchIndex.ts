@@ -97,8 +97,11 @@ const groupOfKey = (key: string) => key.slice(key.indexOf("\u0000") + 1)
 const compareIds = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
 /** The terms of each full-text field of a document. */
-export const documentFieldTerms = (document: SearchDocument): Array<Array<string>> =>
-  fullTextFields.map((field) => fullTextTerms(field === "title" ? document.title : document.text))
+export const documentFieldTerms = (document: SearchDocument): Array<Array<string>> => {
+  const terms: Array<Array<string>> = []
+  for (const field of fullTextFields) terms.push(fullTextTerms(field === "title" ? document.title : document.text))
+  return terms
+}
 
 /** What ranking reads of a candidate, from the columns (the document is read once it is shown). */
 interface Candidate extends Rankable {
@@ -225,7 +228,8 @@ export class SearchIndex {
   replaceGroup(store: string, group: string, documents: ReadonlyArray<SearchDocument>): Array<PendingEmbedding> {
     const key = groupKeyOf(store, group)
     const groupNum = this.table.groupNum(key)
-    const previous = groupNum === undefined ? [] : this.table.members(groupNum).map((num) => this.table.id(num)!)
+    const previous: Array<string> = []
+    if (groupNum !== undefined) for (const num of this.table.members(groupNum)) previous.push(this.table.id(num)!)
     const next = new Set<string>()
     const pending: Array<PendingEmbedding> = []
     for (const document of documents) {

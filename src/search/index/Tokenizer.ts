@@ -34,15 +34,25 @@ export const stopWords: ReadonlySet<string> = new Set(
   ).split(" "),
 )
 
+/**
+ * A visitor of words, given the caller's `state` rather than closing over it: the visitors are
+ * module-level functions, not a closure made for each text. V8 keeps a closure's optimised code
+ * only while some closure of it is alive, so one made per call was compiled again after every
+ * full collection (docs/benchmarks.md, "Closures made for each call").
+ */
+type WordVisitor<S> = (word: string, whole: string | undefined, state: S) => boolean
+
 /** Visits one alphanumeric run: lower-cased, cut at its camelCase boundaries (`parts`), each with the whole. */
-const visitRun = (
+const visitRun = <S>(
   run: string,
   parts: ReadonlyArray<string> | undefined,
-  visit: (word: string, whole: string | undefined) => boolean,
+  visit: WordVisitor<S>,
+  state: S,
 ): boolean => {
-  if (parts === undefined || parts.length === 1) return visit(run.toLowerCase().slice(0, tokenLengthMax), undefined)
+  if (parts === undefined || parts.length === 1)
+    return visit(run.toLowerCase().slice(0, tokenLengthMax), undefined, state)
   const whole = run.toLowerCase().slice(0, tokenLengthMax)
-  for (const part of parts) if (!visit(part.toLowerCase().slice(0, tokenLengthMax), whole)) return false
+  for (const part of parts) if (!visit(part.toLowerCase().slice(0, tokenLengthMax), whole, state)) return false
   return true
 }
 
@@ -79,7 +89,7 @@ const asciiCamelParts = (run: string): Array<string> => {
  * text goes through the Unicode patterns. Both give the same words (a property test holds them to
  * the patterns).
  */
-const rawWords = (text: string, visit: (word: string, whole: string | undefined) => boolean): void => {
+const rawWords = <S>(text: string, visit: WordVisitor<S>, state: S): void => {
   if (asciiOnly.test(text)) {
     const length = text.length
     for (let at = 0; at < length; ) {
@@ -93,32 +103,41 @@ const rawWords = (text: string, visit: (word: string, whole: string | undefined)
         if (isAsciiUpper(code)) upper = true
       }
       const run = text.slice(start, at)
-      if (!visitRun(run, upper ? asciiCamelParts(run) : undefined, visit)) return
+      if (!visitRun(run, upper ? asciiCamelParts(run) : undefined, visit, state)) return
     }
     return
   }
   wordPattern.lastIndex = 0
   for (let match = wordPattern.exec(text); match !== null; match = wordPattern.exec(text)) {
     const run = match[0]
-    if (!visitRun(run, upperCase.test(run) ? run.split(camelBoundary) : undefined, visit)) return
+    if (!visitRun(run, upperCase.test(run) ? run.split(camelBoundary) : undefined, visit, state)) return
   }
 }
 
 /** Words for the embedding model: every word, in order (stop words too; SIF weights them down). */
 export const embeddingWords = (text: string): Array<string> => {
   const out: Array<string> = []
-  forEachEmbeddingWord(text, (word) => {
-    out.push(word)
-    return true
-  })
+  forEachEmbeddingWord(text, pushWord, out)
   return out
 }
 
-/** `embeddingWords` one at a time, with no array of them; `visit` returns false to stop. */
-export const forEachEmbeddingWord = (text: string, visit: (word: string) => boolean): void => {
-  let count = 0
-  rawWords(text, (word) => visit(word) && ++count < tokensPerTextMax)
+const pushWord = (word: string, out: Array<string>): boolean => {
+  out.push(word)
+  return true
 }
+
+interface EmbeddingWalk<S> {
+  readonly visit: (word: string, state: S) => boolean
+  readonly state: S
+  count: number
+}
+
+const visitEmbeddingWord = <S>(word: string, _whole: string | undefined, walk: EmbeddingWalk<S>): boolean =>
+  walk.visit(word, walk.state) && ++walk.count < tokensPerTextMax
+
+/** `embeddingWords` one at a time, with no array of them; `visit` (given `state`) returns false to stop. */
+export const forEachEmbeddingWord = <S>(text: string, visit: (word: string, state: S) => boolean, state: S): void =>
+  rawWords(text, visitEmbeddingWord, { visit, state, count: 0 })
 
 /** The S-stemmer: folds English plurals only, so it rarely conflates different words. */
 export const sStem = (word: string): string => {
@@ -132,15 +151,22 @@ export const sStem = (word: string): string => {
 
 /** Terms for the full-text index: stemmed, stop words dropped, identifiers kept whole too. */
 export const fullTextTerms = (text: string): Array<string> => {
-  const out: Array<string> = []
-  let lastWhole: string | undefined
-  rawWords(text, (word, whole) => {
-    if (whole !== undefined && whole !== lastWhole) {
-      out.push(whole)
-      lastWhole = whole
-    } else if (whole === undefined) lastWhole = undefined
-    if (!stopWords.has(word)) out.push(sStem(word))
-    return out.length < tokensPerTextMax
-  })
-  return out
+  const walk: FullTextWalk = { out: [], lastWhole: undefined }
+  rawWords(text, visitFullTextWord, walk)
+  return walk.out
+}
+
+interface FullTextWalk {
+  readonly out: Array<string>
+  lastWhole: string | undefined
+}
+
+const visitFullTextWord = (word: string, whole: string | undefined, walk: FullTextWalk): boolean => {
+  const { out } = walk
+  if (whole !== undefined && whole !== walk.lastWhole) {
+    out.push(whole)
+    walk.lastWhole = whole
+  } else if (whole === undefined) walk.lastWhole = undefined
+  if (!stopWords.has(word)) out.push(sStem(word))
+  return out.length < tokensPerTextMax
 }

@@ -374,14 +374,16 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
     handles.env.resetReadTxn()
     if (write === lastWrite) return
     lastWrite = write
-    void settleLmdbWrite(write).then((failed) => {
-      const bytes = fileBytes()
-      largestGrowth = Math.max(largestGrowth, bytes - lastFileBytes)
-      lastFileBytes = bytes
-      if (failed === undefined) return
-      failure ??= failed
-      lose(failed)
-    })
+    void settleLmdbWrite(write).then(noteSettled)
+  }
+  /** After each transaction: the file's growth, and the first failure. */
+  const noteSettled = (failed: unknown) => {
+    const bytes = fileBytes()
+    largestGrowth = Math.max(largestGrowth, bytes - lastFileBytes)
+    lastFileBytes = bytes
+    if (failed === undefined) return
+    failure ??= failed
+    lose(failed)
   }
   /** Issues `write` when this turn has room for its writes. */
   const issue = (write: () => Promise<unknown>): void => {
@@ -415,13 +417,17 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
       documentsWrite = write
       const written: typeof documentsWritten = []
       documentsWritten = written
-      void settleLmdbWrite(write).then((failed) => {
-        if (failed !== undefined) return // kept: what the index holds is not on disk
-        handles.env.resetReadTxn() // a read taken before the commit would not see it
-        for (const [key, entry] of written) if (unsettled.get(key) === entry) unsettled.delete(key)
-      })
+      // Bound, not a closure made here: a closure made per transaction lost its optimised code
+      // at every full collection (Tokenizer.ts, `WordVisitor`).
+      void settleLmdbWrite(write).then(forgetCommitted.bind(undefined, written))
     }
     documentsWritten.push([key, entry])
+  }
+  /** Once `written`'s transaction is committed, reads find its documents on disk. */
+  const forgetCommitted = (written: typeof documentsWritten, failed: unknown) => {
+    if (failed !== undefined) return // kept: what the index holds is not on disk
+    handles.env.resetReadTxn() // a read taken before the commit would not see it
+    for (const [key, entry] of written) if (unsettled.get(key) === entry) unsettled.delete(key)
   }
   // Kept here as well as written: a read sees a write only once it is committed.
   let slot: Slot = handles.meta.get("vectorsSlot") === 1 ? 1 : 0
@@ -485,8 +491,12 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
     },
     putDocument: (group, document) => writeDocument(documentKey(document.store, group, document.id), document),
     removeDocument: (store, group, id) => writeDocument(documentKey(store, group, id), undefined),
-    putVector: (id, hash, vector) => issue(() => current().put(id, encodeVector(hash, vector))),
-    removeVector: (id) => issue(() => current().remove(id)),
+    putVector: (id, hash, vector) => {
+      if (hasRoom()) watch(current().put(id, encodeVector(hash, vector)))
+    },
+    removeVector: (id) => {
+      if (hasRoom()) watch(current().remove(id))
+    },
     clearVectors: () => clear(current()),
     seq: (store) => handles.meta.get(`seq${sep}${store}`) as number | undefined,
     setSeq: (store, seq) =>

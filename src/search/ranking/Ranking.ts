@@ -157,8 +157,12 @@ export const shownTypeOf = (document: SearchDocument, style: "index" | "details"
 const seedEventTypeNames = Object.keys(seedEventTypes) as ReadonlyArray<SeedEventType>
 
 /** One bit per seed 000 event type `document` is (what the index keeps instead of the fields they read). */
-export const seedEventTypeMask = (document: SearchDocument): number =>
-  seedEventTypeNames.reduce((mask, name, bit) => (seedEventTypes[name](document) ? mask | (1 << bit) : mask), 0)
+export const seedEventTypeMask = (document: SearchDocument): number => {
+  let mask = 0
+  for (let bit = 0; bit < seedEventTypeNames.length; bit++)
+    if (seedEventTypes[seedEventTypeNames[bit]!](document)) mask |= 1 << bit
+  return mask
+}
 
 /** The bit of `type` in `seedEventTypeMask`. */
 export const seedEventTypeBit = (type: SeedEventType): number => 1 << seedEventTypeNames.indexOf(type)

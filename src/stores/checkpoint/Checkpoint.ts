@@ -257,6 +257,8 @@ export const lmdbUsedBytes = (databases: ReadonlyArray<Pick<Database, "getStats"
   return bytes
 }
 
+const isFailure = (failed: unknown) => failed !== undefined
+
 /** Opens (creating) the checkpoint environment at `path`. */
 export const openCheckpoint = (path: string): Effect.Effect<Checkpoint, CheckpointError> =>
   Effect.try({
@@ -278,6 +280,17 @@ export const openCheckpoint = (path: string): Effect.Effect<Checkpoint, Checkpoi
         meta.putSync(metaAppliedSeq, appliedSeq)
         meta.putSync(metaSalt, salt)
       }
+      /** Settles a commit's writes: the first failure is its error. */
+      const committed = (failures: ReadonlyArray<unknown>) => {
+        const failure = failures.find(isFailure)
+        if (failure !== undefined) {
+          const message = failure instanceof Error ? failure.message : String(failure)
+          throw failedForSpace(failure, path) ? new DiskFullError({ path, message }) : failure
+        }
+        // Renew the read snapshot before anyone learns of the commit: the pending layer is dropped
+        // on resolution, and a read through an older snapshot would then miss the batch.
+        env.resetReadTxn()
+      }
       return {
         path,
         appliedSeq: () => meta.get(metaAppliedSeq) ?? 0,
@@ -287,36 +300,37 @@ export const openCheckpoint = (path: string): Effect.Effect<Checkpoint, Checkpoi
         commit: (changes, appliedSeq, salt, position, given) => {
           // Encoded before it is written (as lmdb-js's `json` encoding would), to know the
           // transaction's size before LMDB writes a page of it (LmdbRoom.ts).
-          const encoded = given ?? changes.map(([, value]) => encodedValue(value))
+          // Loops, not callbacks: a closure made per commit lost its optimised code at every full
+          // collection (docs/benchmarks.md, "Closures made for each call").
+          let encoded = given
+          if (encoded === undefined) {
+            const made: Array<Buffer | undefined> = []
+            for (const [, value] of changes) made.push(encodedValue(value))
+            encoded = made
+          }
           // KeyCodec escapes some characters: at most twice the key's UTF-8, and a terminator.
-          const sizes = changes.map(
-            ([key], index): WriteSize => ({
-              keyBytes: 2 * Buffer.byteLength(key, "utf8") + 4,
+          const sizes: Array<WriteSize> = []
+          for (let index = 0; index < changes.length; index++)
+            sizes.push({
+              keyBytes: 2 * Buffer.byteLength(changes[index]![0], "utf8") + 4,
               valueBytes: encoded[index]?.length,
-            }),
-          )
+            })
           const noRoom = noRoomFor(path, transactionGrowthBound(data.getStats() as TreeShape, sizes))
           if (noRoom !== undefined) return Promise.reject(new DiskFullError({ path, message: noRoom }))
           // lmdb-js gives the writes of one transaction one promise, but a large turn can span
           // several: settle each distinct one, so no rejection is ever left unhandled.
           const writes = new Set<Promise<unknown>>()
-          changes.forEach(([key], index) => {
+          for (let index = 0; index < changes.length; index++) {
+            const key = changes[index]![0]
             const value = encoded[index]
             writes.add(value === undefined ? data.remove(key) : data.put(key, asBinary(value)))
-          })
+          }
           writes.add(meta.put(metaSalt, salt))
           if (position !== undefined) writes.add(meta.put(metaPosition, position))
           writes.add(meta.put(metaAppliedSeq, appliedSeq))
-          return Promise.all([...writes].map(settleLmdbWrite)).then((failures) => {
-            const failure = failures.find((failed) => failed !== undefined)
-            if (failure !== undefined) {
-              const message = failure instanceof Error ? failure.message : String(failure)
-              throw failedForSpace(failure, path) ? new DiskFullError({ path, message }) : failure
-            }
-            // Renew the read snapshot before anyone learns of the commit: the pending layer is dropped
-            // on resolution, and a read through an older snapshot would then miss the batch.
-            env.resetReadTxn()
-          })
+          const settling: Array<Promise<unknown>> = []
+          for (const write of writes) settling.push(settleLmdbWrite(write))
+          return Promise.all(settling).then(committed)
         },
         commitWith: (write, appliedSeq, salt) =>
           env.transactionSync(() => {
