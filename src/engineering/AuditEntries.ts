@@ -24,8 +24,7 @@ const listed = (names: ReadonlyArray<string>): string =>
 
 const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ? "" : "s"}`
 
-// Named, not written inline: a closure made per event lost its optimised code at every full
-// collection (docs/benchmarks.md, "Closures made for each call").
+// Named, not inline: no closure made per event (docs/benchmarks.md, "Closures made for each call").
 const nameOf = (entity: { readonly name: string }) => entity.name
 const relationText = (relation: { readonly from: string; readonly relationType: string; readonly to: string }) =>
   `${relation.from} -${relation.relationType}-> ${relation.to}`

@@ -194,8 +194,7 @@ const decide = (command: GraphCommand, state: StoreView, context: { readonly now
   const at = context.now
   switch (command._tag) {
     case "CreateEntities": {
-      // Loops, not callbacks, on the busiest call: a closure made per call lost its optimised
-      // code at every full collection (docs/benchmarks.md, "Closures made for each call").
+      // Loops: no closure made per call on the busiest tool (docs/benchmarks.md, "Closures made for each call").
       const names = [project]
       for (const entity of command.entities) names.push(entity.name)
       const invalid = unstorable(names)

@@ -35,8 +35,7 @@ export const entityDocuments = (entity: GraphEntityRecord): Array<SearchDocument
       fields: { entity: entity.name, entityType: entity.entityType, observations: entity.observations.length },
     },
   ]
-  // A loop, not a callback: a closure made per entity lost its optimised code at every full
-  // collection (docs/benchmarks.md, "Closures made for each call").
+  // A loop: no closure made per entity (docs/benchmarks.md, "Closures made for each call").
   for (const observation of entity.observations)
     documents.push({
       id: observationDocumentId(entity.project, entity.name, observation.text),

@@ -243,10 +243,9 @@ export const makeIndexCore = (config: CoreConfig) =>
      * a model switch, with both models.
      */
     const embed = (pending: ReadonlyArray<PendingEmbedding>) => Effect.gen(() => embedSteps(pending))
-    // Made once, not per call (as an inline `Effect.gen(function* ...)` would be): V8 keeps a
-    // function's optimised code only while one of its closures lives, and one made per call had
-    // this, the thread's busiest, compiled again after every full collection (docs/benchmarks.md,
-    // "Closures made for each call").
+    // Made once, not per call as an inline `Effect.gen(function* ...)` would be: the thread's
+    // busiest code was compiled again after every full collection (docs/benchmarks.md, "Closures
+    // made for each call").
     const embedSteps = function* (pending: ReadonlyArray<PendingEmbedding>) {
       if (pending.length === 0 && deferred.size === 0) return
       const embedder = live()

@@ -300,8 +300,7 @@ export const openCheckpoint = (path: string): Effect.Effect<Checkpoint, Checkpoi
         commit: (changes, appliedSeq, salt, position, given) => {
           // Encoded before it is written (as lmdb-js's `json` encoding would), to know the
           // transaction's size before LMDB writes a page of it (LmdbRoom.ts).
-          // Loops, not callbacks: a closure made per commit lost its optimised code at every full
-          // collection (docs/benchmarks.md, "Closures made for each call").
+          // Loops: no closure made per commit (docs/benchmarks.md, "Closures made for each call").
           let encoded = given
           if (encoded === undefined) {
             const made: Array<Buffer | undefined> = []
