@@ -69,9 +69,9 @@ export const termFrequencyMax = 65_535
 export const stalePostingsBeforeCompactMin = 1 << 16
 
 /**
- * Packs each field's term ids (in text order) into a `DocumentTerms`. Sorted as a typed array (no
- * comparator, no copy of the ids as objects): the array sort was the search thread's largest
- * allocation after tokenizing.
+ * Packs each field's term ids (in text order) into a `DocumentTerms`, sorting each field's array in
+ * place: a typed array sorts with no comparator and no copy of the ids as objects (the array sort
+ * was the search thread's largest allocation after tokenizing).
  */
 const packTerms = (fields: ReadonlyArray<Uint32Array>): DocumentTerms => {
   // Loops here and in `add`: no closure made per document (docs/benchmarks.md, "Closures made for each call").

@@ -117,9 +117,9 @@ const hashDigits = (a: number, b: number): string => {
   const codes = new Array<number>(14)
   for (let at = 6; at >= 0; at--) {
     codes[at] = base36Code(high % 36)
-    high = (high - (high % 36)) / 36
+    high = Math.floor(high / 36)
     codes[at + 7] = base36Code(low % 36)
-    low = (low - (low % 36)) / 36
+    low = Math.floor(low / 36)
   }
   return String.fromCharCode(...codes)
 }

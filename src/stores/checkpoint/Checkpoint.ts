@@ -258,6 +258,7 @@ export const lmdbUsedBytes = (databases: ReadonlyArray<Pick<Database, "getStats"
 }
 
 const isFailure = (failed: unknown) => failed !== undefined
+const encodedChange = ([, value]: Change) => encodedValue(value)
 
 /** Opens (creating) the checkpoint environment at `path`. */
 export const openCheckpoint = (path: string): Effect.Effect<Checkpoint, CheckpointError> =>
@@ -300,13 +301,8 @@ export const openCheckpoint = (path: string): Effect.Effect<Checkpoint, Checkpoi
         commit: (changes, appliedSeq, salt, position, given) => {
           // Encoded before it is written (as lmdb-js's `json` encoding would), to know the
           // transaction's size before LMDB writes a page of it (LmdbRoom.ts).
-          // Loops: no closure made per commit (docs/benchmarks.md, "Closures made for each call").
-          let encoded = given
-          if (encoded === undefined) {
-            const made: Array<Buffer | undefined> = []
-            for (const [, value] of changes) made.push(encodedValue(value))
-            encoded = made
-          }
+          // No closure made per commit (docs/benchmarks.md, "Closures made for each call").
+          const encoded = given ?? changes.map(encodedChange)
           // KeyCodec escapes some characters: at most twice the key's UTF-8, and a terminator.
           const sizes: Array<WriteSize> = []
           for (let index = 0; index < changes.length; index++)
@@ -327,9 +323,7 @@ export const openCheckpoint = (path: string): Effect.Effect<Checkpoint, Checkpoi
           writes.add(meta.put(metaSalt, salt))
           if (position !== undefined) writes.add(meta.put(metaPosition, position))
           writes.add(meta.put(metaAppliedSeq, appliedSeq))
-          const settling: Array<Promise<unknown>> = []
-          for (const write of writes) settling.push(settleLmdbWrite(write))
-          return Promise.all(settling).then(committed)
+          return Promise.all([...writes].map(settleLmdbWrite)).then(committed)
         },
         commitWith: (write, appliedSeq, salt) =>
           env.transactionSync(() => {
