@@ -11,7 +11,7 @@ import { afterAll, assert, describe, it } from "vitest"
 import { layer as embedderLayer } from "../../src/search/embedding/Embedder.ts"
 import { makeIndexCore } from "../../src/search/index/IndexCore.ts"
 import { embeddingText, hashText, type SearchDocument } from "../../src/search/index/SearchDocument.ts"
-import { openLmdbPersistence } from "../../src/search/persistence/SearchPersistence.ts"
+import { documentKey, openLmdbPersistence } from "../../src/search/persistence/SearchPersistence.ts"
 import { residentBytesOf } from "../support/Smaps.ts"
 import { writeTinyBert } from "./tinyModels.ts"
 
@@ -64,7 +64,11 @@ describe("the search index's warm start", () => {
       for (let i = 0; i < 4000; i++) {
         const document = note(`n${i}`, `note ${i} `.repeat(100))
         seeded.putDocument(`g${i}`, document)
-        seeded.putVector(document.id, hashText(embeddingText(document)), new Float32Array(16).fill(i / 4000))
+        seeded.putVector(
+          documentKey("notes", `g${i}`, document.id),
+          hashText(embeddingText(document)),
+          new Float32Array(16).fill(i / 4000),
+        )
       }
       await seeded.close()
       const resident = await Effect.runPromise(
@@ -175,7 +179,11 @@ describe("the search index's warm start", () => {
         [group, ["kept"]],
         [`${group}\u0000x`, ["neighbour"]],
       ])
-      assert.strictEqual(persistence.vector("removed"), undefined, "its vector is gone too")
+      assert.strictEqual(
+        persistence.vector(documentKey("notes", group, "removed")),
+        undefined,
+        "its vector is gone too",
+      )
       assert.deepStrictEqual(persistence.groupDocumentIds("notes", group), ["kept"])
     } finally {
       await persistence.close()
@@ -237,5 +245,44 @@ describe("the search index's warm start", () => {
     assert.deepStrictEqual(reloaded.seqs, { notes: 62 })
     assert.deepStrictEqual(reloaded.texts, expected)
     assert.strictEqual(reloaded.stats.index.vectors, 599)
+  })
+
+  it("keeps a vector under its document's key: one moved to another group has it there, none where it was", async () => {
+    const { dataDir, run } = coreRunner("mnemos-core-move-")
+    // A message id met again in another project's group (a conversation's group is project\0id).
+    const moving = note("m", "hello cafe")
+    const stayed = note("s", "hello tea")
+    await run((core) =>
+      Effect.gen(function* () {
+        yield* core.load
+        yield* core.embedMissing
+        yield* core.apply("notes", [{ group: "p\u0000a", documents: [moving, stayed] }], 1, 1, 0)
+        yield* core.apply("notes", [{ group: "q\u0000b", documents: [moving] }], 2, 1, 0)
+      }),
+    )
+    const persistence = openLmdbPersistence(join(dataDir, "search", "lmdb"))
+    try {
+      assert.deepStrictEqual(
+        [...persistence.groups()].map((each) => [each.group, each.documents.map((d) => d.id)]),
+        [
+          ["p\u0000a", ["s"]],
+          ["q\u0000b", ["m"]],
+        ],
+      )
+      const hash = (document: SearchDocument) => hashText(embeddingText(document))
+      assert.strictEqual(persistence.vector(documentKey("notes", "q\u0000b", "m"))?.hash, hash(moving))
+      assert.strictEqual(persistence.vector(documentKey("notes", "p\u0000a", "s"))?.hash, hash(stayed))
+      assert.isUndefined(persistence.vector(documentKey("notes", "p\u0000a", "m")), "nothing left where it was")
+    } finally {
+      await persistence.close()
+    }
+    // The next start finds the moved document's vector: nothing to embed again.
+    const embedded = await run((core) =>
+      Effect.gen(function* () {
+        yield* core.load
+        return (yield* core.stats).index.vectors
+      }),
+    )
+    assert.strictEqual(embedded, 2)
   })
 })

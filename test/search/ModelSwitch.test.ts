@@ -23,7 +23,7 @@ import type { SentenceEncoder } from "../../src/search/embedding/SentenceEncoder
 import { compactDot, compactVector } from "../../src/search/index/CompactVector.ts"
 import { type IndexCore, makeIndexCore } from "../../src/search/index/IndexCore.ts"
 import { embeddingText, type SearchDocument } from "../../src/search/index/SearchDocument.ts"
-import { openLmdbPersistence } from "../../src/search/persistence/SearchPersistence.ts"
+import { documentKey, openLmdbPersistence } from "../../src/search/persistence/SearchPersistence.ts"
 import { writeTinyBert } from "./tinyModels.ts"
 
 const dirs: Array<string> = []
@@ -178,11 +178,11 @@ describe("a model change", () => {
       assert.strictEqual(persistence.model()?.id, `transformer:${modelB}`)
       assert.isUndefined(persistence.nextModel())
       for (const document of written) {
-        const stored = persistence.vector(document.id)?.vector
+        const stored = persistence.vector(documentKey("notes", group, document.id))?.vector
         assert.strictEqual(stored instanceof Float32Array ? stored.length : stored?.codes.length, 6)
-        assert.isUndefined(persistence.nextVector(document.id))
+        assert.isUndefined(persistence.nextVector(documentKey("notes", group, document.id)))
       }
-      assert.isUndefined(persistence.vector("n2"))
+      assert.isUndefined(persistence.vector(documentKey("notes", group, "n2")))
     } finally {
       await persistence.close()
     }

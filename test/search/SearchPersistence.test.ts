@@ -14,7 +14,11 @@ import { afterAll, assert, describe, it } from "vitest"
 import { type CompactVector, compactVector } from "../../src/search/index/CompactVector.ts"
 import type { SearchDocument } from "../../src/search/index/SearchDocument.ts"
 import { makeMemoryPersistence } from "../../src/search/persistence/MemoryPersistence.ts"
-import { openLmdbPersistence, type SearchPersistence } from "../../src/search/persistence/SearchPersistence.ts"
+import {
+  documentKey,
+  openLmdbPersistence,
+  type SearchPersistence,
+} from "../../src/search/persistence/SearchPersistence.ts"
 import { encodeKey } from "../../src/stores/checkpoint/KeyCodec.ts"
 
 const dirs: Array<string> = []
@@ -45,6 +49,9 @@ const assertVector = (stored: Float32Array | CompactVector, expected: ReadonlyAr
   assert.deepStrictEqual(compact(stored), compact(Float32Array.from(expected)), message)
 }
 
+/** The key a document's vectors are kept under: its own (`SearchIndex.keyOf`). */
+const key = (id: string, group = "g1", store = "s") => documentKey(store, group, id)
+
 const layers: ReadonlyArray<readonly [string, () => { open: () => SearchPersistence }]> = [
   [
     "memory",
@@ -71,10 +78,9 @@ describe.each(layers)("SearchPersistence (%s)", (_, make) => {
     first.putDocument("g1", document("b", "s", "two"))
     first.putDocument("g2", document("c", "s", "three"))
     first.putDocument("g1", document("d", "t", "four"))
-    first.removeDocument("s", "g1", "b")
-    first.putVector("a", "hash-a", Float32Array.of(0.5, -0.25))
-    first.putVector("c", "hash-c", Float32Array.of(1, 0))
-    first.removeVector("c")
+    first.putVector(key("a"), "hash-a", Float32Array.of(0.5, -0.25))
+    first.putVector(key("b"), "hash-b", Float32Array.of(1, 0))
+    first.removeDocument("s", "g1", "b") // and its vector
     first.setSeq("s", 42)
     first.setModel({ id: "model-1", config: { kind: "transformer", dir: "/m1" } })
     await first.close()
@@ -88,15 +94,16 @@ describe.each(layers)("SearchPersistence (%s)", (_, make) => {
       ],
     )
     assert.deepStrictEqual([...second.groups()][0]!.documents[0], document("a", "s", "one"))
-    const vector = second.vector("a")!
+    const vector = second.vector(key("a"))!
     assert.strictEqual(vector.hash, "hash-a")
     assertVector(vector.vector, [0.5, -0.25])
-    assert.strictEqual(second.vector("c"), undefined)
+    assert.strictEqual(second.vector(key("b")), undefined)
+    assert.strictEqual(second.vector(key("c", "g2")), undefined)
     assert.strictEqual(second.seq("s"), 42)
     assert.strictEqual(second.seq("t"), undefined)
     assert.deepStrictEqual(second.model(), { id: "model-1", config: { kind: "transformer", dir: "/m1" } })
     await second.clearVectors()
-    assert.strictEqual(second.vector("a"), undefined)
+    assert.strictEqual(second.vector(key("a")), undefined)
     await second.close()
   })
 
@@ -104,14 +111,14 @@ describe.each(layers)("SearchPersistence (%s)", (_, make) => {
     const layer = make()
     const first = layer.open()
     first.putDocument("g1", document("a", "s", "one"))
-    first.putVector("a", "hash-a", Float32Array.of(0.5))
+    first.putVector(key("a"), "hash-a", Float32Array.of(0.5))
     first.setSeq("s", 7) // written once the writes before it are committed
     await first.releaseMappedPages()
     assert.deepStrictEqual(
       [...first.groups()].map((group) => group.documents.map((d) => d.id)),
       [["a"]],
     )
-    assert.strictEqual(first.vector("a")?.hash, "hash-a")
+    assert.strictEqual(first.vector(key("a"))?.hash, "hash-a")
     first.putDocument("g2", document("b", "s", "two"))
     first.setSeq("s", 8)
     await first.committed()
@@ -132,12 +139,12 @@ describe.each(layers)("SearchPersistence (%s)", (_, make) => {
     assert.strictEqual(first.writesSinceMappedPagesReleased(), 0)
     first.putDocument("g1", document("a", "s", "one"))
     first.putDocument("g1", document("b", "s", "two"))
-    first.putVector("a", "hash-a", Float32Array.of(0.5))
-    first.removeDocument("s", "g1", "b")
-    assert.strictEqual(first.writesSinceMappedPagesReleased(), 4)
+    first.putVector(key("a"), "hash-a", Float32Array.of(0.5))
+    first.removeDocument("s", "g1", "b") // the document and its vector
+    assert.strictEqual(first.writesSinceMappedPagesReleased(), 5)
     await first.releaseMappedPages()
     assert.strictEqual(first.writesSinceMappedPagesReleased(), 0)
-    first.removeVector("a")
+    first.putVector(key("a"), "hash-a", Float32Array.of(0.25))
     assert.strictEqual(first.writesSinceMappedPagesReleased(), 1)
     assert.deepStrictEqual(first.groupDocumentIds("s", "g1"), ["a"])
     await first.close()
@@ -147,43 +154,47 @@ describe.each(layers)("SearchPersistence (%s)", (_, make) => {
     const layer = make()
     const first = layer.open()
     first.setModel({ id: "old" })
-    first.putVector("a", "hash-a", Float32Array.of(1, 0))
-    first.putVector("b", "hash-b", Float32Array.of(0, 1))
+    for (const id of ["a", "b", "c"]) first.putDocument("g1", document(id, "s", id))
+    first.putVector(key("a"), "hash-a", Float32Array.of(1, 0))
+    first.putVector(key("b"), "hash-b", Float32Array.of(0, 1))
+    first.putVector(key("c"), "hash-c", Float32Array.of(1, 1))
     await first.beginNextModel({ id: "new", config: { kind: "transformer", dir: "/new" } })
-    first.putNextVector("a", "hash-a", Float32Array.of(0.5, 0.5, 0.5))
-    first.putNextVector("b", "hash-b", Float32Array.of(0.25, 0.25, 0.25))
-    first.removeNextVector("b")
-    assertVector(first.vector("a")!.vector, [1, 0], "the current slot is untouched")
+    first.putNextVector(key("a"), "hash-a", Float32Array.of(0.5, 0.5, 0.5))
+    first.putNextVector(key("b"), "hash-b", Float32Array.of(0.25, 0.25, 0.25))
+    first.putNextVector(key("c"), "hash-c", Float32Array.of(0.75, 0.75, 0.75))
+    first.removeDocument("s", "g1", "c") // its vectors in both slots with it
+    assertVector(first.vector(key("a"))!.vector, [1, 0], "the current slot is untouched")
     await first.close()
 
     const second = layer.open()
     assert.deepStrictEqual(second.model(), { id: "old" })
     assert.deepStrictEqual(second.nextModel(), { id: "new", config: { kind: "transformer", dir: "/new" } })
-    assertVector(second.nextVector("a")!.vector, [0.5, 0.5, 0.5])
-    assert.strictEqual(second.nextVector("b"), undefined)
-    assertVector(second.vector("b")!.vector, [0, 1])
+    assertVector(second.nextVector(key("a"))!.vector, [0.5, 0.5, 0.5])
+    assertVector(second.vector(key("b"))!.vector, [0, 1])
+    assert.strictEqual(second.vector(key("c")), undefined)
+    assert.strictEqual(second.nextVector(key("c")), undefined)
     await second.switchToNextModel()
     assert.deepStrictEqual(second.model(), { id: "new", config: { kind: "transformer", dir: "/new" } })
     assert.strictEqual(second.nextModel(), undefined)
-    assertVector(second.vector("a")!.vector, [0.5, 0.5, 0.5])
-    assert.strictEqual(second.vector("b"), undefined)
-    assert.strictEqual(second.nextVector("a"), undefined, "the former vectors are gone")
-    second.putVector("c", "hash-c", Float32Array.of(1, 1, 1))
+    assertVector(second.vector(key("a"))!.vector, [0.5, 0.5, 0.5])
+    assertVector(second.vector(key("b"))!.vector, [0.25, 0.25, 0.25])
+    assert.strictEqual(second.nextVector(key("a")), undefined, "the former vectors are gone")
+    second.putVector(key("d"), "hash-d", Float32Array.of(1, 1, 1))
     await second.close()
 
     const third = layer.open()
     assert.strictEqual(third.model()?.id, "new")
-    assertVector(third.vector("c")!.vector, [1, 1, 1])
+    assertVector(third.vector(key("d"))!.vector, [1, 1, 1])
     await third.beginNextModel({ id: "newer" })
-    third.putNextVector("a", "hash-a", Float32Array.of(1))
+    third.putNextVector(key("a"), "hash-a", Float32Array.of(1))
     await third.dropNextModel()
     assert.strictEqual(third.nextModel(), undefined)
-    assert.strictEqual(third.nextVector("a"), undefined)
+    assert.strictEqual(third.nextVector(key("a")), undefined)
     await third.close()
     const fourth = layer.open()
     assert.strictEqual(fourth.nextModel(), undefined)
-    assert.strictEqual(fourth.nextVector("a"), undefined)
-    assertVector(fourth.vector("a")!.vector, [0.5, 0.5, 0.5])
+    assert.strictEqual(fourth.nextVector(key("a")), undefined)
+    assertVector(fourth.vector(key("a"))!.vector, [0.5, 0.5, 0.5])
     await fourth.close()
   })
 
@@ -355,6 +366,70 @@ describe("SearchPersistence (lmdb) vectors on disk", () => {
     } finally {
       await second.close()
     }
+  })
+})
+
+describe("SearchPersistence (lmdb) vectors of a file that kept them by id", () => {
+  it("moves each under its document's key in both slots at open, drops those of no document, and marks the file", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "mnemos-search-persist-"))
+    dirs.push(dir)
+    const path = join(dir, "lmdb")
+    const bytes = (hash: string, ...floats: Array<number>) => {
+      const data = Float32Array.from(floats)
+      return Buffer.concat([Buffer.from(hash, "latin1"), Buffer.from(data.buffer)])
+    }
+    // As the code before wrote a file: vectors under the document's id, no mark in meta.
+    const env = open({ path, maxDbs: 5, compression: false })
+    const raw = (name: string) => env.openDB<Uint8Array, Buffer>({ name, encoding: "binary", keyEncoding: "binary" })
+    const documents = env.openDB<SearchDocument, Buffer>({ name: "documents", encoding: "json", keyEncoding: "binary" })
+    const [current, next] = [raw("vectors"), raw("vectors-1")]
+    const meta = env.openDB<unknown, Buffer>({ name: "meta", encoding: "json", keyEncoding: "binary" })
+    // 2,500 documents: more than one transaction of the move.
+    const ids = Array.from({ length: 2500 }, (_, i) => `d${String(i).padStart(4, "0")}`)
+    await env.transaction(() => {
+      for (const [i, id] of ids.entries()) {
+        const group = `p\u0000g${i % 700}`
+        void documents.put(encodeKey(documentKey("s", group, id)), document(id, "s", id))
+        void current.put(encodeKey(id), bytes(`hash-${id}-cur`.padEnd(14, "-"), i))
+        if (i % 2 === 0) void next.put(encodeKey(id), bytes(`hash-${id}-nxt`.padEnd(14, "-"), -i))
+      }
+      void current.put(encodeKey("gone"), bytes("hash-gone00000", 1)) // of a document removed
+      // Cut short before: d0001's vector was moved, and written again since under its key.
+      void current.put(encodeKey(documentKey("s", "p\u0000g1", "d0001")), bytes("hash-newer0000", 7))
+      void meta.put(encodeKey("vectorsSlot"), 0)
+      void meta.put(encodeKey("nextModel"), { id: "next" })
+    })
+    await env.close()
+
+    const check = async () => {
+      const persistence = openLmdbPersistence(path)
+      try {
+        for (const [i, id] of ids.entries()) {
+          const key = documentKey("s", `p\u0000g${i % 700}`, id)
+          const stored = persistence.vector(key)
+          if (i === 1) assert.deepStrictEqual(stored, { hash: "hash-newer0000", vector: Float32Array.of(7) })
+          else assert.deepStrictEqual(stored, { hash: `hash-${id}-cur`, vector: Float32Array.of(i) }, id)
+          assert.deepStrictEqual(
+            persistence.nextVector(key),
+            i % 2 === 0 ? { hash: `hash-${id}-nxt`, vector: Float32Array.of(-i) } : undefined,
+          )
+        }
+      } finally {
+        await persistence.close()
+      }
+    }
+    await check()
+    const after = open({ path, maxDbs: 5, compression: false, readOnly: true })
+    try {
+      const keys = (name: string) => [...after.openDB({ name, keyEncoding: "binary" }).getKeys()]
+      assert.strictEqual(keys("vectors").length, ids.length, "one a document, none by id")
+      assert.strictEqual(keys("vectors-1").length, ids.length / 2)
+      const afterMeta = after.openDB<unknown, Buffer>({ name: "meta", encoding: "json", keyEncoding: "binary" })
+      assert.strictEqual(afterMeta.get(encodeKey("vectorKeys")), "document")
+    } finally {
+      await after.close()
+    }
+    await check() // marked: opened again as it is
   })
 })
 

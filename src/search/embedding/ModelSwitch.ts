@@ -151,7 +151,7 @@ export const makeModelSwitch = (
         const item = items[i]!
         if (index.embeddingOf(item.id)?.hash !== item.hash) return // changed or gone since
         const stored = keptVector(vector)
-        persistence.putNextVector(item.id, item.hash, stored)
+        persistence.putNextVector(index.keyOf(item.id)!, item.hash, stored)
         index.setNextVector(item.id, item.hash, stored)
       })
 
@@ -160,8 +160,9 @@ export const makeModelSwitch = (
       const chunk: Array<PendingEmbedding> = []
       let looked = 0
       while (cursor < pass.length && chunk.length < chunkTexts && looked++ < reembedLookAheadDocuments) {
-        const wanted = index.embeddingOf(pass[cursor++]!)
-        if (wanted === undefined || persistence.nextVector(wanted.id)?.hash === wanted.hash) done++
+        const id = pass[cursor++]!
+        const wanted = index.embeddingOf(id)
+        if (wanted === undefined || persistence.nextVector(index.keyOf(id)!)?.hash === wanted.hash) done++
         else chunk.push(wanted)
       }
       return chunk
@@ -185,7 +186,8 @@ export const makeModelSwitch = (
             const sliceEnd = performance.now() + switchSliceMs
             while (position < ids.length && performance.now() < sliceEnd) {
               const id = ids[position++]!
-              const stored = persistence.nextVector(id)
+              const key = index.keyOf(id)
+              const stored = key === undefined ? undefined : persistence.nextVector(key)
               if (stored !== undefined) index.setNextVector(id, stored.hash, stored.vector)
             }
           }),
@@ -248,10 +250,6 @@ export const makeModelSwitch = (
       previous: (): Embedder["Service"] | undefined => previous,
       embedNext,
       step,
-      /** A document is gone: so is its new vector. */
-      removed: (id: string) => {
-        if (!finished) persistence.removeNextVector(id)
-      },
       progress: (): Reembedding => ({
         from: from.id,
         to: to.id,

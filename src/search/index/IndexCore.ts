@@ -32,6 +32,7 @@ import { type ModelSwitch, makeModelSwitch, previousModelConfig, type Reembeddin
 import { makeMemoryPersistence } from "../persistence/MemoryPersistence.ts"
 import { openLmdbPersistence, type PersistedGroup, type SearchPersistence } from "../persistence/SearchPersistence.ts"
 import type { SearchFilter, SearchHit, SearchMode } from "../ranking/Ranking.ts"
+import { documentKey } from "./DocumentStore.ts"
 import type { GroupDocuments, SearchDocument } from "./SearchDocument.ts"
 import { type IndexStats, keptVector, type PendingEmbedding, SearchIndex, type Timeline } from "./SearchIndex.ts"
 
@@ -212,7 +213,8 @@ export const makeIndexCore = (config: CoreConfig) =>
 
     /**
      * Replaces a group in the index, which writes its documents to persistence (the index's
-     * document store), and drops the vectors of the documents it lost; returns what needs embedding.
+     * document store; a document removed there takes its vectors with it); returns what needs
+     * embedding.
      */
     const applyGroup = (store: string, change: GroupDocuments): Array<PendingEmbedding> => {
       const held = new Set(index.groupIds(store, change.group))
@@ -228,12 +230,8 @@ export const makeIndexCore = (config: CoreConfig) =>
       // Only what changed is written: an entity with 5,000 observations gaining one writes one.
       const pending = index.replaceGroup(store, change.group, change.documents)
       const now = new Set(change.documents.map((document) => document.id))
-      for (const id of before)
-        if (!now.has(id)) {
-          if (!held.has(id)) persistence.removeDocument(store, change.group, id) // the index removed its own
-          persistence.removeVector(id)
-          modelSwitch?.removed(id)
-        }
+      // The index removed its own.
+      for (const id of before) if (!now.has(id) && !held.has(id)) persistence.removeDocument(store, change.group, id)
       return pending
     }
 
@@ -275,7 +273,9 @@ export const makeIndexCore = (config: CoreConfig) =>
         for (let i = 0; i < vectors.length; i++) {
           const item = chunk[i]!
           const stored = keptVector(vectors[i])
-          if (index.setVector(item.id, item.hash, stored)) persistence.putVector(item.id, item.hash, stored)
+          // Keyed where the document is now (`keyOf`): it may have moved since `pending` was read.
+          if (index.setVector(item.id, item.hash, stored))
+            persistence.putVector(index.keyOf(item.id)!, item.hash, stored)
         }
       }
       yield* embedNext(all)
@@ -383,17 +383,13 @@ export const makeIndexCore = (config: CoreConfig) =>
       }
       const loadGroup = (group: PersistedGroup) => {
         if (!stores.has(group.store)) {
-          for (const document of group.documents) {
-            persistence.removeDocument(group.store, group.group, document.id)
-            persistence.removeVector(document.id)
-            modelSwitch?.removed(document.id)
-          }
+          for (const document of group.documents) persistence.removeDocument(group.store, group.group, document.id)
           return
         }
         if (replacedWhileLoading?.has(groupKey(group.store, group.group))) return // an event got there first
         index.loadGroup(group.store, group.group, group.documents)
         for (const document of group.documents) {
-          const stored = persistence.vector(document.id)
+          const stored = persistence.vector(documentKey(group.store, group.group, document.id))
           if (stored !== undefined) index.setVector(document.id, stored.hash, stored.vector)
         }
       }

@@ -256,7 +256,9 @@ export class SearchIndex {
       }
       this.store.putDocument(group, document)
       this.addNum(store, key, document, hash, vector, nextVector)
-      if (vector === undefined) pending.push({ id: document.id, hash, text })
+      // A document from another group keeps its vectors in memory, but their persisted copies were
+      // keyed by where it was (and went with it): embedded again, they are stored where it is now.
+      if (vector === undefined || (existing !== undefined && !sameGroup)) pending.push({ id: document.id, hash, text })
     }
     for (const id of previous) if (!next.has(id)) this.remove(id)
     return pending
@@ -354,6 +356,16 @@ export class SearchIndex {
   /** Every document id, in no particular order. */
   ids(): Array<string> {
     return [...this.table.allIds()]
+  }
+
+  /**
+   * Where `id` is kept in the document store (`documentKey`): search's persistence keeps its vectors
+   * under the same key, so a transaction's vectors land on the leaves its documents do.
+   */
+  keyOf(id: string): string | undefined {
+    const num = this.table.num(id)
+    // A group's key is `store \0 group`: the document's is that and its id.
+    return num === undefined ? undefined : `${this.table.groupKey(this.table.groupOf(num))}\u0000${id}`
   }
 
   /** What `id` is embedded from now, or undefined when it is gone. */

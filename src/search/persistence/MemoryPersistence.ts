@@ -35,7 +35,7 @@ export const makeMemoryPersistence = (): SearchPersistence => {
           .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
           .map(([key, value]) => ({ key, value })),
       ),
-    vector: (id) => vectors.get(id),
+    vector: (key) => vectors.get(key),
     groupDocumentIds: (store, group) =>
       [...documents.entries()]
         .filter(([key, document]) => key === documentKey(store, group, document.id))
@@ -43,12 +43,18 @@ export const makeMemoryPersistence = (): SearchPersistence => {
     document: documentStore.document,
     holds: documentStore.holds,
     putDocument: counted(documentStore.putDocument),
-    removeDocument: counted(documentStore.removeDocument),
-    putVector: counted((id: string, hash: string, vector: Float32Array | CompactVector) => {
-      vectors.set(id, { hash, vector: copyOf(vector) })
-    }),
-    removeVector: counted((id: string) => {
-      vectors.delete(id)
+    removeDocument: (store, group, id) => {
+      documentStore.removeDocument(store, group, id)
+      // Its vectors with it, each a write as the LMDB layer counts them.
+      const key = documentKey(store, group, id)
+      vectors.delete(key)
+      writesSinceRelease += 2
+      if (nextModel === undefined) return
+      nextVectors.delete(key)
+      writesSinceRelease++
+    },
+    putVector: counted((key: string, hash: string, vector: Float32Array | CompactVector) => {
+      vectors.set(key, { hash, vector: copyOf(vector) })
     }),
     clearVectors: async () => vectors.clear(),
     seq: (store) => seqs.get(store),
@@ -66,9 +72,8 @@ export const makeMemoryPersistence = (): SearchPersistence => {
       nextVectors.clear()
       nextModel = undefined
     },
-    nextVector: (id) => nextVectors.get(id),
-    putNextVector: (id, hash, vector) => void nextVectors.set(id, { hash, vector: copyOf(vector) }),
-    removeNextVector: (id) => void nextVectors.delete(id),
+    nextVector: (key) => nextVectors.get(key),
+    putNextVector: (key, hash, vector) => void nextVectors.set(key, { hash, vector: copyOf(vector) }),
     switchToNextModel: async () => {
       if (nextModel === undefined) throw new Error("no next model to switch to")
       ;[vectors, nextVectors] = [nextVectors, vectors]

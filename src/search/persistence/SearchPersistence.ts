@@ -36,8 +36,9 @@
  * there, so the index and what it reads never disagree in this process.
  *
  * Keys: documents `store \0 group \0 id` → SearchDocument (so a scan yields whole groups);
- * vectors `id` → 14-byte content hash + float32 data; meta `seq \0 store`, `model` (its id),
- * `modelConfig` (where to load it), `nextModel` ({id, config}), `vectorsSlot` (0 or 1).
+ * vectors the same key → 14-byte content hash + the vector (VectorKeys.ts: why the same key, and
+ * the move of vectors an older file kept by id); meta `seq \0 store`, `model` (its id),
+ * `modelConfig` (where to load it), `nextModel` ({id, config}), `vectorsSlot` (0 or 1), `vectorKeys`.
  */
 
 import { readdirSync, renameSync, rmSync, statSync } from "node:fs"
@@ -58,6 +59,7 @@ import { type CompactVector, compactVector } from "../index/CompactVector.ts"
 import { type DocumentStore, documentKey } from "../index/DocumentStore.ts"
 import type { SearchDocument } from "../index/SearchDocument.ts"
 import { noVector } from "../index/SearchIndex.ts"
+import { keyVectorsByDocument } from "./VectorKeys.ts"
 
 export { documentKey } from "../index/DocumentStore.ts"
 
@@ -85,15 +87,19 @@ export interface PersistedModel {
   readonly config?: EncoderConfig | undefined
 }
 
-/** Search's derived data on disk (or in memory); its documents are the index's document store. */
+/**
+ * Search's derived data on disk (or in memory); its documents are the index's document store.
+ * A document's vectors are kept under its key (`documentKey`, as `SearchIndex.keyOf` gives it), and
+ * removing the document removes them, in both slots.
+ */
 export interface SearchPersistence extends DocumentStore {
   readonly groups: () => Iterable<PersistedGroup>
-  readonly vector: (id: string) => PersistedVector | undefined
+  /** The vector of the document whose key is `key`. */
+  readonly vector: (key: string) => PersistedVector | undefined
   /** The ids of one group's persisted documents. */
   readonly groupDocumentIds: (store: string, group: string) => ReadonlyArray<string>
   /** A float32 vector is stored compact; a compact one (as the index holds it) as it is. */
-  readonly putVector: (id: string, hash: string, vector: Float32Array | CompactVector) => void
-  readonly removeVector: (id: string) => void
+  readonly putVector: (key: string, hash: string, vector: Float32Array | CompactVector) => void
   readonly clearVectors: () => Promise<void>
   readonly seq: (store: string) => number | undefined
   readonly setSeq: (store: string, seq: number) => void
@@ -106,9 +112,8 @@ export interface SearchPersistence extends DocumentStore {
   readonly beginNextModel: (model: PersistedModel) => Promise<void>
   /** Forgets the next model and empties its slot. */
   readonly dropNextModel: () => Promise<void>
-  readonly nextVector: (id: string) => PersistedVector | undefined
-  readonly putNextVector: (id: string, hash: string, vector: Float32Array | CompactVector) => void
-  readonly removeNextVector: (id: string) => void
+  readonly nextVector: (key: string) => PersistedVector | undefined
+  readonly putNextVector: (key: string, hash: string, vector: Float32Array | CompactVector) => void
   /**
    * Makes the next model's slot the current one, atomically, and empties the former current one
    * (resolves when it is empty).
@@ -328,6 +333,11 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
   const oldPath = `${path}-old`
   for (const leftover of [copyPath, oldPath]) rmSync(leftover, { recursive: true, force: true })
   let handles = openHandles(path)
+  const notMoved = keyVectorsByDocument(path, handles, turnRoomBytes)
+  if (notMoved !== undefined)
+    process.stderr.write(
+      `mnemos: the search index's vectors are moved to their new keys once there is room on the disk (${notMoved}); until then what has no vector is embedded again\n`,
+    )
   // Every write of one JavaScript turn shares one promise (one LMDB transaction): watch each once.
   let lastWrite: Promise<unknown> = Promise.resolve()
   /** The first failed commit: lmdb-js then never finishes closing the environment. */
@@ -395,14 +405,14 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
    */
   const putVectorIn = (
     db: Database<Uint8Array, string>,
-    id: string,
+    key: string,
     hash: string,
     vector: Float32Array | CompactVector,
   ) => {
-    if (hasRoom()) watch(db.put(id, encodeVector(hash, vector)))
+    if (hasRoom()) watch(db.put(key, encodeVector(hash, vector)))
   }
-  const removeVectorIn = (db: Database<Uint8Array, string>, id: string) => {
-    if (hasRoom()) watch(db.remove(id))
+  const removeVectorIn = (db: Database<Uint8Array, string>, key: string) => {
+    if (hasRoom()) watch(db.remove(key))
   }
   /** Waits for the writes so far to be committed and synced; resolves with the first failure, if any. */
   const settled = async (): Promise<unknown> => {
@@ -454,8 +464,8 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
   let nextModel = handles.meta.get("nextModel") as PersistedModel | undefined
   const current = () => handles.vectors[slot]
   const other = () => handles.vectors[slot === 0 ? 1 : 0]
-  const read = (db: Database<Uint8Array, string>, id: string) => {
-    const bytes = db.getBinary(id)
+  const read = (db: Database<Uint8Array, string>, key: string) => {
+    const bytes = db.getBinary(key)
     return bytes === undefined ? undefined : decodeVector(bytes)
   }
   const writeModel = (written: PersistedModel) => {
@@ -480,7 +490,7 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
   }
   return {
     groups: () => batchedGroups(handles.documents),
-    vector: (id) => read(current(), id),
+    vector: (key) => read(current(), key),
     groupDocumentIds: (store, group) => {
       // The range of `store\0group\0` also holds longer groups that begin with it (`group\0x`).
       const prefix = `${store}${sep}${group}${sep}`
@@ -504,9 +514,13 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
       return bytes !== undefined && Buffer.from(json, "utf8").equals(bytes)
     },
     putDocument: (group, document) => writeDocument(documentKey(document.store, group, document.id), document),
-    removeDocument: (store, group, id) => writeDocument(documentKey(store, group, id), undefined),
-    putVector: (id, hash, vector) => putVectorIn(current(), id, hash, vector),
-    removeVector: (id) => removeVectorIn(current(), id),
+    removeDocument: (store, group, id) => {
+      const key = documentKey(store, group, id)
+      writeDocument(key, undefined)
+      removeVectorIn(current(), key)
+      if (nextModel !== undefined) removeVectorIn(other(), key)
+    },
+    putVector: (key, hash, vector) => putVectorIn(current(), key, hash, vector),
     clearVectors: () => clear(current()),
     seq: (store) => handles.meta.get(`seq${sep}${store}`) as number | undefined,
     setSeq: (store, seq) =>
@@ -526,9 +540,8 @@ export const openLmdbPersistence = (path: string): SearchPersistence => {
       forgetNextModel()
       await clear(other())
     },
-    nextVector: (id) => read(other(), id),
-    putNextVector: (id, hash, vector) => putVectorIn(other(), id, hash, vector),
-    removeNextVector: (id) => removeVectorIn(other(), id),
+    nextVector: (key) => read(other(), key),
+    putNextVector: (key, hash, vector) => putVectorIn(other(), key, hash, vector),
     switchToNextModel: async () => {
       if (nextModel === undefined) throw new Error("no next model to switch to")
       const former = current()
