@@ -344,7 +344,7 @@ describe("SearchPersistence (lmdb) vectors on disk", () => {
     await first.close()
     // Two entries as the code before wrote them: the 14-byte hash, then float32 data.
     const env = open({ path, maxDbs: 5, compression: false })
-    const raw = env.openDB<Uint8Array, Buffer>({ name: "vectors", encoding: "binary", keyEncoding: "binary" })
+    const raw = env.openDB<Uint8Array, Buffer>({ name: "document-vectors", encoding: "binary", keyEncoding: "binary" })
     const old = (hash: string, floats: Float32Array) =>
       Buffer.concat([Buffer.from(hash, "latin1"), Buffer.from(floats.buffer, floats.byteOffset, floats.byteLength)])
     await raw.put(encodeKey("old"), old("hash-old000000", vector))
@@ -370,7 +370,7 @@ describe("SearchPersistence (lmdb) vectors on disk", () => {
 })
 
 describe("SearchPersistence (lmdb) vectors of a file that kept them by id", () => {
-  it("moves each under its document's key in both slots at open, drops those of no document, and marks the file", async () => {
+  it("moves each under its document's key in both slots at open, and drops those of no document", async () => {
     const dir = mkdtempSync(join(tmpdir(), "mnemos-search-persist-"))
     dirs.push(dir)
     const path = join(dir, "lmdb")
@@ -378,7 +378,7 @@ describe("SearchPersistence (lmdb) vectors of a file that kept them by id", () =
       const data = Float32Array.from(floats)
       return Buffer.concat([Buffer.from(hash, "latin1"), Buffer.from(data.buffer)])
     }
-    // As the code before wrote a file: vectors under the document's id, no mark in meta.
+    // As the code before wrote a file: vectors under the document's id, in dbs of their own.
     const env = open({ path, maxDbs: 5, compression: false })
     const raw = (name: string) => env.openDB<Uint8Array, Buffer>({ name, encoding: "binary", keyEncoding: "binary" })
     const documents = env.openDB<SearchDocument, Buffer>({ name: "documents", encoding: "json", keyEncoding: "binary" })
@@ -395,7 +395,7 @@ describe("SearchPersistence (lmdb) vectors of a file that kept them by id", () =
       }
       void current.put(encodeKey("gone"), bytes("hash-gone00000", 1)) // of a document removed
       // Cut short before: d0001's vector was moved, and written again since under its key.
-      void current.put(encodeKey(documentKey("s", "p\u0000g1", "d0001")), bytes("hash-newer0000", 7))
+      void raw("document-vectors").put(encodeKey(documentKey("s", "p\u0000g1", "d0001")), bytes("hash-newer0000", 7))
       void meta.put(encodeKey("vectorsSlot"), 0)
       void meta.put(encodeKey("nextModel"), { id: "next" })
     })
@@ -422,14 +422,13 @@ describe("SearchPersistence (lmdb) vectors of a file that kept them by id", () =
     const after = open({ path, maxDbs: 5, compression: false, readOnly: true })
     try {
       const keys = (name: string) => [...after.openDB({ name, keyEncoding: "binary" }).getKeys()]
-      assert.strictEqual(keys("vectors").length, ids.length, "one a document, none by id")
-      assert.strictEqual(keys("vectors-1").length, ids.length / 2)
-      const afterMeta = after.openDB<unknown, Buffer>({ name: "meta", encoding: "json", keyEncoding: "binary" })
-      assert.strictEqual(afterMeta.get(encodeKey("vectorKeys")), "document")
+      assert.strictEqual(keys("document-vectors").length, ids.length, "one a document")
+      assert.strictEqual(keys("document-vectors-1").length, ids.length / 2)
+      assert.deepStrictEqual([...keys("vectors"), ...keys("vectors-1")], [], "none by id, not even of no document")
     } finally {
       await after.close()
     }
-    await check() // marked: opened again as it is
+    await check() // opened again: nothing left to move
   })
 })
 

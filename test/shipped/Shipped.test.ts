@@ -17,6 +17,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
 import { Effect } from "effect"
+import { open } from "lmdb"
 import { PNG } from "pngjs"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
 import { allocatorEnv } from "../../src/runtime/AllocatorEnv.ts"
@@ -25,6 +26,7 @@ import { builtinCatalogue, defaultModelName, fileUrl } from "../../src/search/em
 import { modelDirOf, pullModel } from "../../src/search/embedding/ModelFolder.ts"
 import { mainThreadDocumentsMax } from "../../src/search/Indexer.ts"
 import { searchThreadYoungGenerationMb } from "../../src/search/thread/SearchThread.ts"
+import { keyedDatabase } from "../../src/stores/checkpoint/KeyCodec.ts"
 import { lacks, startNeovim, startXvfb } from "../editor/harness.ts"
 import { closedPort, startHub, tinyModel } from "../search/hubServer.ts"
 import { threadsUnder } from "../support/threads.ts"
@@ -492,6 +494,73 @@ describe(`the installed product on Node ${productNodeVersion}`, () => {
     } finally {
       await client.close()
       await writing.stop()
+    }
+  })
+
+  it("keeps the search vectors an older version kept by document id: moved under their documents' keys at the next start", async () => {
+    const first = await startDaemon({ cli: { node: productNode, file: product.cli } })
+    const { dataDir } = first
+    const indexed = async (documents: number) => {
+      const pattern = new RegExp(`search index: warm, [^,]+, ${documents} document\\(s\\), ${documents} vector\\(s\\)`)
+      await waitFor(
+        `the index warm with ${documents} vectors`,
+        async () => pattern.test((await runProduct(["health", "--data-dir", dataDir])).stdout) || undefined,
+        60_000,
+        200,
+      )
+    }
+    const client = await connectClient("ws", first.url)
+    try {
+      const entities = ["espresso machine", "garden hose", "violin bow"].map((name) => ({
+        name,
+        entityType: "thing",
+        observations: [`the ${name} was bought in March`, `the ${name} needs care`],
+      }))
+      const written = await call(client, "create_entities", { entities })
+      assert.isFalse(written.isError, written.text)
+      await indexed(9)
+    } finally {
+      await client.close()
+      await first.stop()
+    }
+    // Rewritten as an older version kept it: each vector under its document's id, its codes
+    // negated (a vector the daemon would not make again), so what is found after is what moved.
+    const path = join(dataDir, "search", "lmdb")
+    const env = open({ path, maxDbs: 6, compression: false })
+    const documents = env.openDB<{ id: string }, string>(keyedDatabase("documents", "json"))
+    const byKey = env.openDB<Uint8Array, string>(keyedDatabase("document-vectors", "binary"))
+    const byId = env.openDB<Uint8Array, string>(keyedDatabase("vectors", "binary"))
+    const older = new Map<string, Buffer>()
+    for (const { key, value } of byKey.getRange({})) {
+      const bytes = Buffer.from(value)
+      // A tag byte, the 14-byte hash, a float32 peak, then a signed byte a dimension.
+      for (let at = 19; at < bytes.length; at++) bytes.writeInt8(-Math.max(-127, bytes.readInt8(at)), at)
+      older.set(key, bytes)
+    }
+    assert.strictEqual(older.size, 9)
+    await env.transaction(() => {
+      for (const [key, bytes] of older) void byId.put(documents.get(key)!.id, bytes)
+      void byKey.clearAsync()
+    })
+    await env.close()
+
+    const second = await startDaemon({ dataDir, cli: { node: productNode, file: product.cli } })
+    try {
+      await indexed(9)
+    } finally {
+      await second.stop()
+    }
+    const after = open({ path, maxDbs: 6, compression: false, readOnly: true })
+    try {
+      const moved = new Map(
+        [...after.openDB<Uint8Array, string>(keyedDatabase("document-vectors", "binary")).getRange({})].map(
+          ({ key, value }) => [key, Buffer.from(value)],
+        ),
+      )
+      assert.deepStrictEqual(moved, older, "each vector under its document's key, as it was")
+      assert.deepStrictEqual([...after.openDB(keyedDatabase("vectors", "binary")).getKeys()], [], "none by id")
+    } finally {
+      await after.close()
     }
   })
 

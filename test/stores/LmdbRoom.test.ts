@@ -237,4 +237,39 @@ describe("the search index's writes on a disk without room for them", () => {
       after: { grew: true, readable: "after", seq: null },
     })
   })
+
+  it("leave an older file's vectors where they are until there is room to move them under their documents' keys", () => {
+    const dir = tempDir("mnemos-lmdb-room-vectors-")
+    const result = onSmallDisk(
+      dir,
+      28,
+      `
+      const { openLmdbPersistence, documentKey } = await import(${moduleUrl("search", "persistence", "SearchPersistence.ts")})
+      const { encodeKey } = await import(${moduleUrl("stores", "checkpoint", "KeyCodec.ts")})
+      const { open } = await import("lmdb")
+      const { writeFileSync, rmSync } = await import("node:fs")
+      const dir = ${JSON.stringify(dir)}
+      const path = dir + "/search"
+      // An older file: one document, its vector under its id.
+      const env = open({ path, maxDbs: 5, compression: false })
+      const documents = env.openDB({ name: "documents", encoding: "json", keyEncoding: "binary" })
+      const byId = env.openDB({ name: "vectors", encoding: "binary", keyEncoding: "binary" })
+      const key = documentKey("s", "g", "a")
+      await documents.put(encodeKey(key), { id: "a", store: "s", project: "p", kind: "note", title: "a", text: "a", at: 1, fields: {} })
+      await byId.put(encodeKey("a"), Buffer.concat([Buffer.from("hash-a00000000", "latin1"), Buffer.from(Float32Array.of(1, 2).buffer)]))
+      await env.close()
+      // 12 MiB of ballast: 16 MiB left, less than a turn's 16 MiB and the 4 MiB reserve.
+      writeFileSync(dir + "/ballast", Buffer.alloc(12 * 1024 * 1024))
+      const full = openLmdbPersistence(path)
+      const whileFull = full.vector(key) === undefined
+      await full.close()
+      rmSync(dir + "/ballast")
+      const roomy = openLmdbPersistence(path)
+      const after = roomy.vector(key) ?? null
+      await roomy.close()
+      console.log(JSON.stringify({ whileFull, after: after && { hash: after.hash, vector: [...after.vector] } }))
+      `,
+    )
+    assert.deepStrictEqual(result, { whileFull: true, after: { hash: "hash-a00000000", vector: [1, 2] } })
+  })
 })

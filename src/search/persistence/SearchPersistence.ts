@@ -15,7 +15,7 @@
  * (`turnRoomBytes`; LMDB must not meet a full disk, src/stores/checkpoint/LmdbRoom.ts): a turn
  * without it loses its writes as a failed commit does, and the next turn with room writes again.
  *
- * Vectors live in two slots (LMDB dbs `vectors` and `vectors-1`): the current one, made with
+ * Vectors live in two slots (LMDB dbs `document-vectors` and `document-vectors-1`): the current one, made with
  * `model`, which searches use, and the other, which holds the next model's vectors while a model
  * change re-embeds everything (`nextModel`; ModelSwitch.ts). They are written there as they are
  * made, not held in memory; `switchToNextModel` makes the other slot current in one transaction
@@ -38,7 +38,7 @@
  * Keys: documents `store \0 group \0 id` → SearchDocument (so a scan yields whole groups);
  * vectors the same key → 14-byte content hash + the vector (VectorKeys.ts: why the same key, and
  * the move of vectors an older file kept by id); meta `seq \0 store`, `model` (its id),
- * `modelConfig` (where to load it), `nextModel` ({id, config}), `vectorsSlot` (0 or 1), `vectorKeys`.
+ * `modelConfig` (where to load it), `nextModel` ({id, config}), `vectorsSlot` (0 or 1).
  */
 
 import { readdirSync, renameSync, rmSync, statSync } from "node:fs"
@@ -59,7 +59,7 @@ import { type CompactVector, compactVector } from "../index/CompactVector.ts"
 import { type DocumentStore, documentKey } from "../index/DocumentStore.ts"
 import type { SearchDocument } from "../index/SearchDocument.ts"
 import { noVector } from "../index/SearchIndex.ts"
-import { keyVectorsByDocument } from "./VectorKeys.ts"
+import { keyVectorsByDocument, vectorSlotNames } from "./VectorKeys.ts"
 
 export { documentKey } from "../index/DocumentStore.ts"
 
@@ -238,8 +238,6 @@ function* batchedGroups(documents: Database<SearchDocument, string>): Iterable<P
   }
 }
 
-/** The LMDB dbs of the two vector slots. */
-const vectorSlotNames = ["vectors", "vectors-1"] as const
 type Slot = 0 | 1
 
 interface Handles {
@@ -254,7 +252,8 @@ type MetaValue = string | number | EncoderConfig | PersistedModel
 const openHandles = (path: string): Handles => {
   // Its lock file allocated first: made sparse by LMDB, a full disk kills the process (SIGBUS).
   allocateLockFile(path)
-  const env: RootDatabase = open({ path, maxDbs: 5, compression: false, ...lmdbMapOptions() })
+  // Four dbs, and the two of an older file's vectors (VectorKeys.ts).
+  const env: RootDatabase = open({ path, maxDbs: 6, compression: false, ...lmdbMapOptions() })
   // Keys are bytes encoded by KeyCodec (lmdb-js string keys mangle long keys with U+0000), written
   // straight into lmdb-js's key buffer as the stores' checkpoints' are (no Buffer a key); values
   // are JSON so every string round-trips.

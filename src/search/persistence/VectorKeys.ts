@@ -9,30 +9,34 @@
  * document's key (`store \0 group \0 id`: one entity's documents side by side) they land on the
  * leaves its documents do.
  *
- * A file without the mark (`vectorKeys` in meta) had its vectors by id: at open, each document's
- * vector in either slot moves under its key (in transactions of `moveChunkEntries`), vectors of no
- * document are dropped, and the mark is written last. It is safe to cut short: a vector moves only
- * where its key holds none yet (what was stored under the key since is newer), and the next open
- * moves the rest. Without room on the disk it waits for the next start, and the index embeds again
- * what it finds no vector for meanwhile.
+ * The slots keyed by document are LMDB dbs of their own (`document-vectors`, `document-vectors-1`);
+ * an older file's, keyed by id, are `vectors` and `vectors-1`. At open, while those hold anything,
+ * each document's vector in either moves to the same slot under the document's key, in key order
+ * (appended, in transactions of `moveChunkEntries`), and they are emptied last (a vector of no
+ * document goes with them). A move cut short starts again at the next open; a key that holds a
+ * vector already keeps it (it was written since, so it is newer). Without room on the disk it
+ * waits for the next start, and the index embeds again what it finds no vector for meanwhile.
  */
 import type { Database, RootDatabase } from "lmdb"
+import { lmdbUsedBytes } from "../../stores/checkpoint/Checkpoint.ts"
+import { keyedDatabase } from "../../stores/checkpoint/KeyCodec.ts"
 import { noRoomFor } from "../../stores/checkpoint/LmdbRoom.ts"
 import type { SearchDocument } from "../index/SearchDocument.ts"
 
-/** The meta key of the mark, and its value once vectors are keyed by document. */
-export const vectorKeysMark = "vectorKeys"
-export const vectorsByDocument = "document"
+/** The LMDB dbs of the two vector slots, keyed by document. */
+export const vectorSlotNames = ["document-vectors", "document-vectors-1"] as const
+/** The same slots in a file written before: keyed by document id. */
+export const idKeyedSlotNames = ["vectors", "vectors-1"] as const
 
-/** Entries moved per transaction. */
+/** Documents whose vectors are moved per transaction. */
 const moveChunkEntries = 1000
 
 /** What the move needs of search's environment. */
 export interface VectorKeyHandles {
   readonly env: RootDatabase
   readonly documents: Database<SearchDocument, string>
+  /** The slots keyed by document, in `vectorSlotNames`' order. */
   readonly vectors: ReadonlyArray<Database<Uint8Array, string>>
-  readonly meta: Database<unknown, string>
 }
 
 const isEmpty = (db: Database<Uint8Array, string>) => {
@@ -41,28 +45,29 @@ const isEmpty = (db: Database<Uint8Array, string>) => {
 }
 
 /**
- * Moves the vectors of a file written before they were keyed by document, and marks it; nothing
- * when it is marked. Returns why it did not, when it could not (no room on the disk at `path`).
+ * Moves an older file's vectors under their documents' keys; nothing when there are none. Returns
+ * why it did not, when it could not: no room on the disk at `path` for twice what they take (their
+ * copy's pages, with longer keys, before theirs are freed) and `turnRoomBytes`.
  */
 export const keyVectorsByDocument = (
   path: string,
   handles: VectorKeyHandles,
-  roomBytes: number,
+  turnRoomBytes: number,
 ): string | undefined => {
-  const { env, documents, vectors, meta } = handles
-  if (meta.get(vectorKeysMark) === vectorsByDocument) return undefined
-  if (vectors.some((db) => !isEmpty(db))) {
-    const noRoom = noRoomFor(path, roomBytes)
-    if (noRoom !== undefined) return noRoom
-    moveUnderDocumentKeys(handles)
-    for (const db of vectors) dropKeysOfNoDocument(env, documents, db)
-  }
-  meta.putSync(vectorKeysMark, vectorsByDocument)
+  const byId = idKeyedSlotNames.map((name) => handles.env.openDB<Uint8Array, string>(keyedDatabase(name, "binary")))
+  if (byId.every(isEmpty)) return undefined
+  const noRoom = noRoomFor(path, 2 * lmdbUsedBytes(byId) + turnRoomBytes)
+  if (noRoom !== undefined) return noRoom
+  moveUnderDocumentKeys(handles, byId)
+  for (const db of byId) db.clearSync()
   return undefined
 }
 
-/** Each document's vectors, in either slot, from under its id to under its key. */
-const moveUnderDocumentKeys = ({ env, documents, vectors }: VectorKeyHandles) => {
+/** Each document's vector in either slot of `byId`, to the same slot under the document's key. */
+const moveUnderDocumentKeys = (
+  { env, documents, vectors }: VectorKeyHandles,
+  byId: ReadonlyArray<Database<Uint8Array, string>>,
+) => {
   let after: string | undefined
   for (;;) {
     // Read whole before writing: no snapshot is held across a commit.
@@ -75,27 +80,12 @@ const moveUnderDocumentKeys = ({ env, documents, vectors }: VectorKeyHandles) =>
     if (batch.length === 0) return
     env.transactionSync(() => {
       for (const { key, value } of batch)
-        for (const db of vectors) {
-          const bytes = db.getBinary(value.id)
-          if (bytes === undefined) continue
-          if (db.getBinary(key) === undefined) db.putSync(key, Buffer.from(bytes))
-          db.removeSync(value.id)
+        for (let slot = 0; slot < byId.length; slot++) {
+          const bytes = byId[slot]!.getBinary(value.id)
+          const to = vectors[slot]!
+          if (bytes !== undefined && !to.doesExist(key)) to.putSync(key, Buffer.from(bytes))
         }
     })
     after = batch[batch.length - 1]!.key
   }
-}
-
-/** Removes `db`'s vectors whose key is no document's (a document id's, of a document gone). */
-const dropKeysOfNoDocument = (
-  env: RootDatabase,
-  documents: Database<SearchDocument, string>,
-  db: Database<Uint8Array, string>,
-) => {
-  const stale: Array<string> = []
-  for (const key of db.getKeys()) if (!documents.doesExist(key)) stale.push(key)
-  for (let start = 0; start < stale.length; start += moveChunkEntries)
-    env.transactionSync(() => {
-      for (const key of stale.slice(start, start + moveChunkEntries)) db.removeSync(key)
-    })
 }
