@@ -162,7 +162,19 @@ export const filterText = (text: string): string => {
   privateSpansDropped += dropped.spans
   let result = dropped.text
   const count = (kind: string) => redactedByKind.set(kind, (redactedByKind.get(kind) ?? 0) + 1)
-  for (const pattern of activePatterns) result = redactWith(pattern, result, count)
+  // A hint shared by consecutive patterns (the three assignments') is tested once per text.
+  let hint: RegExp | undefined
+  let hinted: { readonly text: string; readonly found: boolean } | undefined
+  for (const pattern of activePatterns) {
+    if (pattern.hint !== undefined) {
+      if (pattern.hint !== hint || hinted?.text !== result) {
+        hint = pattern.hint
+        hinted = { text: result, found: hint.test(result) }
+      }
+      if (!hinted.found) continue
+    }
+    result = redactWith(pattern, result, count)
+  }
   if (result !== text) stringsChanged++
   return result
 }

@@ -17,6 +17,7 @@ import {
   privacyStats,
   resetPrivacyStats,
 } from "../../src/privacy/PrivacyFilter.ts"
+import { builtinSecretPatterns } from "../../src/privacy/SecretPatterns.ts"
 import { parseDataDirConfig } from "../../src/stores/datadir/DataDirConfig.ts"
 import { corpusText, innocentTexts, secretCorpus } from "./corpus.ts"
 
@@ -123,6 +124,50 @@ describe("the filter as a whole", () => {
         assert.strictEqual(filterText(once), once)
       }),
       { numRuns: 300 },
+    )
+  })
+
+  it("scans a text with a hinted pattern only when it holds the hint: the hint is in every text the pattern matches", () => {
+    const hinted = builtinSecretPatterns.filter((pattern) => pattern.hint !== undefined)
+    assert.includeMembers([...new Set(hinted.map((pattern) => pattern.kind))], ["password", "connection-string"])
+    // Key names in any case, with the prefixes and separators the patterns allow, and what follows.
+    const fragments = fc.constantFrom(
+      ...secretCorpus.map((secret) => secret.text),
+      ...innocentTexts,
+      "PassWord",
+      "DB_PASSWD",
+      "x-Api-Key",
+      "apikey",
+      "ACCESS_KEY",
+      "account-key",
+      "Private_Key",
+      "client-secret",
+      "AUTH_TOKEN",
+      "credentials",
+      "pwd",
+      "passphrase",
+      "Bearer",
+      "bearer\t",
+      "postgres://",
+      "user:",
+      "@host",
+      '"',
+      "'",
+      '\\"',
+      ":",
+      "=",
+      " ",
+      "hunter2-s3cret-value",
+    )
+    fc.assert(
+      fc.property(fc.array(fc.oneof(fragments, fc.string()), { maxLength: 10 }), (parts) => {
+        const text = parts.join("")
+        for (const pattern of hinted) {
+          pattern.regex.lastIndex = 0
+          if (pattern.regex.test(text)) assert.isTrue(pattern.hint!.test(text), `${pattern.description}: ${text}`)
+        }
+      }),
+      { numRuns: 2000 },
     )
   })
 

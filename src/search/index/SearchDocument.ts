@@ -115,11 +115,14 @@ const hashDigits = (a: number, b: number): string => {
   let high = a >>> 0
   let low = b >>> 0
   const codes = new Array<number>(14)
+  // The remainder as `n - 36q`: `%` of a number above 2^31 is a call to the C library's fmod.
   for (let at = 6; at >= 0; at--) {
-    codes[at] = base36Code(high % 36)
-    high = Math.floor(high / 36)
-    codes[at + 7] = base36Code(low % 36)
-    low = Math.floor(low / 36)
+    const highRest = Math.floor(high / 36)
+    codes[at] = base36Code(high - highRest * 36)
+    high = highRest
+    const lowRest = Math.floor(low / 36)
+    codes[at + 7] = base36Code(low - lowRest * 36)
+    low = lowRest
   }
   return String.fromCharCode(...codes)
 }
