@@ -15,12 +15,12 @@
  * (`turnRoomBytes`; LMDB must not meet a full disk, src/stores/checkpoint/LmdbRoom.ts): a turn
  * without it loses its writes as a failed commit does, and the next turn with room writes again.
  *
- * Vectors live in two slots (LMDB dbs `document-vectors` and `document-vectors-1`): the current one, made with
- * `model`, which searches use, and the other, which holds the next model's vectors while a model
- * change re-embeds everything (`nextModel`; ModelSwitch.ts). They are written there as they are
- * made, not held in memory; `switchToNextModel` makes the other slot current in one transaction
- * (with every earlier write committed before it), so a crash leaves one model's complete set or
- * the other's, never a mix. A slot no `nextModel` claims is emptied by `dropNextModel`.
+ * Vectors live in two slots (LMDB dbs `document-vectors` and `document-vectors-1`): the current
+ * one, made with `model`, which searches use, and the other, which holds the next model's vectors
+ * while a model change re-embeds everything (`nextModel`; ModelSwitch.ts). They are written there
+ * as they are made, not held in memory; `switchToNextModel` makes the other slot current in one
+ * transaction (with every earlier write committed before it), so a crash leaves one model's
+ * complete set or the other's, never a mix. A slot no `nextModel` claims is emptied by `dropNextModel`.
  *
  * A load reads every document and vector through LMDB's memory map, and the kernel maps the pages
  * around each read too: at 100,000 entities (300,000 documents) the warm daemon kept 373 MiB of the
