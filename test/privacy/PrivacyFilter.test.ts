@@ -109,15 +109,12 @@ describe("<private> spans", () => {
 })
 
 describe("the filter as a whole", () => {
+  /** Pieces of texts: every secret and innocent text of the corpus, and `more`. */
+  const corpusFragments = (...more: Array<string>) =>
+    fc.constantFrom(...secretCorpus.map((secret) => secret.text), ...innocentTexts, ...more)
+
   it("is idempotent", () => {
-    const fragments = fc.constantFrom(
-      ...secretCorpus.map((secret) => secret.text),
-      ...innocentTexts,
-      " ",
-      "\n",
-      "<private>",
-      "</private>",
-    )
+    const fragments = corpusFragments(" ", "\n", "<private>", "</private>")
     fc.assert(
       fc.property(fc.array(fc.oneof(fragments, fc.string()), { maxLength: 8 }), (parts) => {
         const once = filterText(parts.join(""))
@@ -131,9 +128,7 @@ describe("the filter as a whole", () => {
     const hinted = builtinSecretPatterns.filter((pattern) => pattern.hint !== undefined)
     assert.includeMembers([...new Set(hinted.map((pattern) => pattern.kind))], ["password", "connection-string"])
     // Key names in any case, with the prefixes and separators the patterns allow, and what follows.
-    const fragments = fc.constantFrom(
-      ...secretCorpus.map((secret) => secret.text),
-      ...innocentTexts,
+    const fragments = corpusFragments(
       "PassWord",
       "DB_PASSWD",
       "x-Api-Key",
