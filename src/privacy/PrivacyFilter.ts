@@ -164,14 +164,16 @@ export const filterText = (text: string): string => {
   const count = (kind: string) => redactedByKind.set(kind, (redactedByKind.get(kind) ?? 0) + 1)
   // A hint shared by consecutive patterns (the three assignments') is tested once per text.
   let hint: RegExp | undefined
-  let hinted: { readonly text: string; readonly found: boolean } | undefined
+  let hintedText: string | undefined
+  let hintFound = false
   for (const pattern of activePatterns) {
     if (pattern.hint !== undefined) {
-      if (pattern.hint !== hint || hinted?.text !== result) {
+      if (pattern.hint !== hint || hintedText !== result) {
         hint = pattern.hint
-        hinted = { text: result, found: hint.test(result) }
+        hintedText = result
+        hintFound = hint.test(result)
       }
-      if (!hinted.found) continue
+      if (!hintFound) continue
     }
     result = redactWith(pattern, result, count)
   }

@@ -22,8 +22,12 @@ export interface DocumentStore {
 }
 
 const sep = "\u0000"
+/** A group's key: `store \0 group` (a group may hold the separator, a store's name does not). */
+export const groupKey = (store: string, group: string) => `${store}${sep}${group}`
+/** The key of document `id` of the group whose key is `key`: `store \0 group \0 id`. */
+export const keyInGroup = (key: string, id: string) => `${key}${sep}${id}`
 /** A document's key: `store \0 group \0 id`. */
-export const documentKey = (store: string, group: string, id: string) => `${store}${sep}${group}${sep}${id}`
+export const documentKey = (store: string, group: string, id: string) => keyInGroup(groupKey(store, group), id)
 
 /** The in-memory twin: documents in a map by key (the objects as put). */
 export const makeMemoryDocumentStore = (

@@ -32,7 +32,7 @@ import { type ModelSwitch, makeModelSwitch, previousModelConfig, type Reembeddin
 import { makeMemoryPersistence } from "../persistence/MemoryPersistence.ts"
 import { openLmdbPersistence, type PersistedGroup, type SearchPersistence } from "../persistence/SearchPersistence.ts"
 import type { SearchFilter, SearchHit, SearchMode } from "../ranking/Ranking.ts"
-import { documentKey } from "./DocumentStore.ts"
+import { documentKey, groupKey } from "./DocumentStore.ts"
 import type { GroupDocuments, SearchDocument } from "./SearchDocument.ts"
 import { type IndexStats, keptVector, type PendingEmbedding, SearchIndex, type Timeline } from "./SearchIndex.ts"
 
@@ -209,7 +209,6 @@ export const makeIndexCore = (config: CoreConfig) =>
      * meanwhile must not come back from it.
      */
     let replacedWhileLoading: Set<string> | undefined = new Set()
-    const groupKey = (store: string, group: string) => `${store}\u0000${group}`
 
     /**
      * Replaces a group in the index, which writes its documents to persistence (the index's
@@ -217,21 +216,22 @@ export const makeIndexCore = (config: CoreConfig) =>
      * embedding.
      */
     const applyGroup = (store: string, change: GroupDocuments): Array<PendingEmbedding> => {
-      const held = new Set(index.groupIds(store, change.group))
-      const before = new Set(held)
       // While the load runs, the group's persisted documents may not be in the index yet (and the
       // load will skip them now): the ones this change drops go from persistence here, or a record
-      // removed during a warm start stayed findable after the next.
+      // removed during a warm start stayed findable after the next. The index removes its own.
       const key = groupKey(store, change.group)
+      let unloaded: ReadonlyArray<string> = []
       if (replacedWhileLoading !== undefined && !replacedWhileLoading.has(key)) {
-        for (const id of persistence.groupDocumentIds(store, change.group)) before.add(id)
+        const held = new Set(index.groupIds(store, change.group))
+        unloaded = persistence.groupDocumentIds(store, change.group).filter((id) => !held.has(id))
         replacedWhileLoading.add(key)
       }
       // Only what changed is written: an entity with 5,000 observations gaining one writes one.
       const pending = index.replaceGroup(store, change.group, change.documents)
-      const now = new Set(change.documents.map((document) => document.id))
-      // The index removed its own.
-      for (const id of before) if (!now.has(id) && !held.has(id)) persistence.removeDocument(store, change.group, id)
+      if (unloaded.length > 0) {
+        const now = new Set(change.documents.map((document) => document.id))
+        for (const id of unloaded) if (!now.has(id)) persistence.removeDocument(store, change.group, id)
+      }
       return pending
     }
 

@@ -32,7 +32,7 @@ import {
 } from "../ranking/Ranking.ts"
 import type { TermAligner } from "../ranking/TermAlignment.ts"
 import { type CompactVector, compactVector } from "./CompactVector.ts"
-import { type DocumentStore, makeMemoryDocumentStore } from "./DocumentStore.ts"
+import { type DocumentStore, groupKey, keyInGroup, makeMemoryDocumentStore } from "./DocumentStore.ts"
 import { DocumentTable } from "./DocumentTable.ts"
 import { type CompactWhen, fullTextFields, LexicalIndex } from "./LexicalIndex.ts"
 import { embeddingText, hashText, type SearchDocument } from "./SearchDocument.ts"
@@ -91,8 +91,7 @@ export const noVector = new Float32Array(0)
 export const keptVector = (vector: Float32Array | undefined): Float32Array | CompactVector =>
   vector === undefined || vector.length === 0 ? noVector : compactVector(vector)
 
-const groupKeyOf = (store: string, group: string) => `${store}\u0000${group}`
-/** The group of a key of `groupKeyOf` (a group may hold the separator, a store's name does not). */
+/** The group of a key of `groupKey` (a group may hold the separator, a store's name does not). */
 const groupOfKey = (key: string) => key.slice(key.indexOf("\u0000") + 1)
 const compareIds = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
@@ -169,7 +168,7 @@ export class SearchIndex {
 
   /** The ids of a group. */
   groupIds(store: string, group: string): ReadonlyArray<string> {
-    const num = this.table.groupNum(groupKeyOf(store, group))
+    const num = this.table.groupNum(groupKey(store, group))
     return num === undefined ? [] : this.table.members(num).map((member) => this.table.id(member)!)
   }
 
@@ -226,7 +225,7 @@ export class SearchIndex {
    * too), removes the group's others. Returns the documents whose embedding is now missing or stale.
    */
   replaceGroup(store: string, group: string, documents: ReadonlyArray<SearchDocument>): Array<PendingEmbedding> {
-    const key = groupKeyOf(store, group)
+    const key = groupKey(store, group)
     const groupNum = this.table.groupNum(key)
     const previous: Array<string> = []
     if (groupNum !== undefined) for (const num of this.table.members(groupNum)) previous.push(this.table.id(num)!)
@@ -269,7 +268,7 @@ export class SearchIndex {
    * back. Documents the index holds already are replaced, as `replaceGroup` would.
    */
   loadGroup(store: string, group: string, documents: ReadonlyArray<SearchDocument>): void {
-    const key = groupKeyOf(store, group)
+    const key = groupKey(store, group)
     const seen = new Set<string>()
     for (const document of documents) {
       if (seen.has(document.id)) continue
@@ -364,8 +363,7 @@ export class SearchIndex {
    */
   keyOf(id: string): string | undefined {
     const num = this.table.num(id)
-    // A group's key is `store \0 group`: the document's is that and its id.
-    return num === undefined ? undefined : `${this.table.groupKey(this.table.groupOf(num))}\u0000${id}`
+    return num === undefined ? undefined : keyInGroup(this.table.groupKey(this.table.groupOf(num)), id)
   }
 
   /** What `id` is embedded from now, or undefined when it is gone. */
