@@ -6,6 +6,7 @@
 import fc from "fast-check"
 import { assert, describe, it } from "vitest"
 import { entityDocumentId, observationDocumentId } from "../../src/search/GraphDocuments.ts"
+import { DocumentTable } from "../../src/search/index/DocumentTable.ts"
 import { hashJoined, hashText } from "../../src/search/index/SearchDocument.ts"
 
 describe("document ids", () => {
@@ -26,5 +27,25 @@ describe("document ids", () => {
     assert.strictEqual(hashText("text 0"), "10vpyny128jb3g")
     assert.strictEqual(hashText("text 8"), "0ynt546100mhhg")
     assert.strictEqual(hashText("text 60"), "0fzcukc0vd52a4")
+  })
+
+  it("are kept by the index's table as numbers and given back as written", () => {
+    // The table holds a hash as two 32-bit halves and writes it again for every embedding it checks.
+    const table = new DocumentTable()
+    const hashes = ["10vpyny128jb3g", "0ynt546100mhhg", "0fzcukc0vd52a4"]
+    fc.assert(
+      fc.property(fc.string({ unit: "binary" }), (text) => {
+        hashes.push(hashText(text))
+      }),
+      { numRuns: 1_000 },
+    )
+    const nums = hashes.map((hash, i) =>
+      table.add(
+        { id: `d${i}`, store: "graph", project: "p", kind: "entity", title: "", text: "", at: 0, fields: {} },
+        "g",
+        hash,
+      ),
+    )
+    for (const [i, num] of nums.entries()) assert.strictEqual(table.hashOf(num), hashes[i])
   })
 })

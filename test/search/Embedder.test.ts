@@ -17,7 +17,12 @@ import { join } from "node:path"
 import { Effect, Layer } from "effect"
 import { afterAll, assert, describe, it } from "vitest"
 import * as Embedder from "../../src/search/embedding/Embedder.ts"
-import { embedWeightedTokens, loadStaticModel } from "../../src/search/embedding/StaticModel.ts"
+import {
+  embedWeightedTokens,
+  loadStaticModel,
+  readStaticModelFiles,
+  staticTokensPerTextMax,
+} from "../../src/search/embedding/StaticModel.ts"
 import { buildStaticModel, staticModelDimensions } from "../../src/search/embedding/StaticModelBuild.ts"
 import { loadTransformerModel, makeWordPiece } from "../../src/search/embedding/TransformerModel.ts"
 import {
@@ -26,6 +31,7 @@ import {
   openWordVectors,
   wordRowsCachedMax,
 } from "../../src/search/embedding/WordVectors.ts"
+import { embeddingWords } from "../../src/search/index/Tokenizer.ts"
 import { matrix, tinyBertModel, tinyBertParts } from "./tinyModels.ts"
 
 const dirs: Array<string> = []
@@ -73,13 +79,13 @@ describe("static SIF embedding", () => {
       [[3], [0.2]],
     ]
     for (const [ids, weights] of cases) {
-      const embedded = embedWeightedTokens(vectors, { ids, weights })!
+      const embedded = embedWeightedTokens(vectors, { ids, weights, count: ids.length })!
       const expected = reference(ids, weights)
       assert.closeTo(cosine(embedded, Float32Array.from(expected)), 1, 1e-3)
       assert.closeTo(cosine(embedded, embedded), 1, 1e-6)
       for (let j = 0; j < d; j++) assert.closeTo(embedded[j]!, expected[j]!, 0.02)
     }
-    assert.strictEqual(embedWeightedTokens(vectors, { ids: [], weights: [] }), undefined)
+    assert.strictEqual(embedWeightedTokens(vectors, { ids: [], weights: [], count: 0 }), undefined)
   })
 
   it("reads word vectors from their file on demand exactly as decoded, past its cache of rows", () => {
@@ -133,6 +139,23 @@ describe("default model from the GloVe package", () => {
     // Batching (padding) does not change a text's vector.
     const [alone] = await model.encode(["The cat sat on the mat"])
     for (let j = 0; j < alone!.length; j++) assert.closeTo(alone![j]!, single![j]!, 1e-6)
+
+    // Each text's vector is the weighted sum of its own known words, the first
+    // `staticTokensPerTextMax` of them: one buffer serves every text of a batch, and a long text
+    // before a short one leaves nothing behind in it.
+    const { vocabulary, vectors } = readStaticModelFiles(dir)
+    const expected = (text: string) => {
+      const ids = embeddingWords(text)
+        .map((word) => vocabulary.ids.get(word))
+        .filter((id) => id !== undefined)
+        .slice(0, staticTokensPerTextMax)
+      return embedWeightedTokens(vectors, { ids, weights: ids.map((id) => vocabulary.weights[id]!), count: ids.length })
+    }
+    const long = Array.from({ length: 1_500 }, (_, i) => ["cat", "market", "the", "qzxv", "rested"][i % 5]).join(" ")
+    const texts = [long, "A kitten rested", "market market stocks", "qzxv"]
+    const encoded = await model.encode(texts)
+    for (const [i, text] of texts.entries()) assert.deepStrictEqual(encoded[i], expected(text), text.slice(0, 20))
+    vectors.close?.()
     await model.close()
   })
 })

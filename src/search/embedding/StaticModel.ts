@@ -21,10 +21,11 @@ import { openWordVectors, type WordVectors } from "./WordVectors.ts"
 /** Words of one text that reach the model; the rest is ignored. */
 export const staticTokensPerTextMax = 1024
 
-/** Token ids and SIF weights of one text. */
+/** Token ids and SIF weights of one text: the first `count` of each. */
 export interface WeightedTokens {
-  readonly ids: ReadonlyArray<number>
-  readonly weights: ReadonlyArray<number>
+  readonly ids: ArrayLike<number>
+  readonly weights: ArrayLike<number>
+  readonly count: number
 }
 
 /** The vocabulary and the weight of each entry. */
@@ -49,31 +50,38 @@ export const readStaticVocabulary = (dir: string, manifest: StaticModelManifest)
 }
 
 /**
- * The known words of `text` with their weights, in `into` (emptied first: `encode` reuses one pair
- * of arrays for every text, since each is embedded before the next is read).
+ * The known words of `text` with their weights, in `into` (emptied first: `encode` reuses one
+ * buffer for every text, since each is embedded before the next is read). Its arrays are typed and
+ * of the most words a text gives the model, written by index: emptied by `length = 0`, a JavaScript
+ * array lets go of its storage and grows it again, a few allocations a text.
  */
-export const weightedTokens = (vocabulary: StaticVocabulary, text: string, into: TokensBuffer): WeightedTokens => {
-  into.ids.length = 0
-  into.weights.length = 0
-  forEachEmbeddingWord(text, addKnownWord, { vocabulary, into })
+export const weightedTokens = (text: string, into: TokensBuffer): WeightedTokens => {
+  into.count = 0
+  forEachEmbeddingWord(text, addKnownWord, into)
   return into
 }
 
-/** The arrays `weightedTokens` fills. */
-interface TokensBuffer {
-  readonly ids: Array<number>
-  readonly weights: Array<number>
+/** The arrays `weightedTokens` fills, and the vocabulary it looks words up in. */
+interface TokensBuffer extends WeightedTokens {
+  readonly vocabulary: StaticVocabulary
+  readonly ids: Int32Array
+  readonly weights: Float32Array
+  count: number
 }
 
-const addKnownWord = (
-  word: string,
-  { vocabulary, into }: { readonly vocabulary: StaticVocabulary; readonly into: TokensBuffer },
-): boolean => {
-  const id = vocabulary.ids.get(word)
+const tokensBuffer = (vocabulary: StaticVocabulary): TokensBuffer => ({
+  vocabulary,
+  ids: new Int32Array(staticTokensPerTextMax),
+  weights: new Float32Array(staticTokensPerTextMax),
+  count: 0,
+})
+
+const addKnownWord = (word: string, into: TokensBuffer): boolean => {
+  const id = into.vocabulary.ids.get(word)
   if (id === undefined) return true
-  into.ids.push(id)
-  into.weights.push(vocabulary.weights[id]!)
-  return into.ids.length < staticTokensPerTextMax
+  into.ids[into.count] = id
+  into.weights[into.count] = into.vocabulary.weights[id]!
+  return ++into.count < staticTokensPerTextMax
 }
 
 /** A static model's manifest, vocabulary and word vectors, read once for the encoder and the term aligner. */
@@ -102,14 +110,14 @@ let sumScratch = new Float64Array(0)
  * sum is the zero vector.
  */
 export const embedWeightedTokens = (vectors: WordVectors, tokens: WeightedTokens): Float32Array | undefined => {
-  if (tokens.ids.length === 0) return undefined
+  if (tokens.count === 0) return undefined
   // One sum for every text (this runs synchronously to the end): each text's own was a fifth of
   // what embedding allocated.
   if (sumScratch.length !== vectors.dimensions) sumScratch = new Float64Array(vectors.dimensions)
   const sum = sumScratch.fill(0)
-  for (let i = 0; i < tokens.ids.length; i++) vectors.addScaled(tokens.ids[i]!, tokens.weights[i]!, sum)
+  for (let i = 0; i < tokens.count; i++) vectors.addScaled(tokens.ids[i]!, tokens.weights[i]!, sum)
   let squares = 0
-  for (const value of sum) squares += value * value
+  for (let i = 0; i < sum.length; i++) squares += sum[i]! * sum[i]!
   if (squares === 0) return undefined
   const norm = Math.sqrt(squares)
   const out = new Float32Array(vectors.dimensions)
@@ -125,9 +133,9 @@ export const loadStaticModel = async (
   id: manifest.id,
   dimensions: manifest.dimensions,
   encode: async (texts) => {
-    const tokens = { ids: [], weights: [] }
+    const tokens = tokensBuffer(vocabulary)
     const embedded: Array<Float32Array | undefined> = []
-    for (const text of texts) embedded.push(embedWeightedTokens(vectors, weightedTokens(vocabulary, text, tokens)))
+    for (const text of texts) embedded.push(embedWeightedTokens(vectors, weightedTokens(text, tokens)))
     return embedded
   },
   close: async () => vectors.close?.(),

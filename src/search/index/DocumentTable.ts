@@ -14,7 +14,7 @@
  */
 import type { SearchFilter } from "../ranking/Ranking.ts"
 import { seedEventTypeBit, seedEventTypeMask } from "../ranking/Ranking.ts"
-import { defaultImportance, type SearchDocument } from "./SearchDocument.ts"
+import { defaultImportance, hashDigits, type SearchDocument } from "./SearchDocument.ts"
 import { StringIndex } from "./StringIndex.ts"
 
 /** An unused document or group number, or the end of a group's list. */
@@ -170,7 +170,7 @@ export class DocumentTable {
 
   /** The content hash of `num`'s embedding text, as `hashText` writes it. */
   hashOf(num: number): string {
-    return this.hashes[2 * num]!.toString(36).padStart(7, "0") + this.hashes[2 * num + 1]!.toString(36).padStart(7, "0")
+    return hashDigits(this.hashes[2 * num]!, this.hashes[2 * num + 1]!)
   }
 
   groupOf(num: number): number {

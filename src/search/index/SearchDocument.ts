@@ -111,7 +111,7 @@ const base36Code = (digit: number) => (digit < 10 ? 48 + digit : 87 + digit)
  * 14 characters (36^7 > 2^32), made without `toString(36)`: V8 formats a number above 2^31 in its
  * runtime, with a floating-point remainder per digit (1.5 % of each thread's time while writing).
  */
-const hashDigits = (a: number, b: number): string => {
+export const hashDigits = (a: number, b: number): string => {
   let high = a >>> 0
   let low = b >>> 0
   const codes = new Array<number>(14)
