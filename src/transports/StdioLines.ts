@@ -19,6 +19,7 @@
 import type { Readable, Writable } from "node:stream"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
+import { jsonPieceChars, jsonPieces } from "./JsonPieces.ts"
 import {
   cancelledRequestId,
   cutMessageEndBytes,
@@ -32,6 +33,23 @@ import {
   type RequestId,
   tooLong,
 } from "./JsonRpcText.ts"
+
+/**
+ * The characters of an answer's text contents (a tool's `content`, a resource's `contents`): what
+ * makes an answer large. The structured content beside a tool's text is about as long as it.
+ */
+const textChars = (message: JSONRPCMessage): number => {
+  const result = (message as { result?: unknown }).result
+  if (typeof result !== "object" || result === null) return 0
+  let chars = 0
+  for (const list of [(result as { content?: unknown }).content, (result as { contents?: unknown }).contents])
+    if (Array.isArray(list))
+      for (const item of list) {
+        const text = (item as { text?: unknown } | null)?.text
+        if (typeof text === "string") chars += text.length
+      }
+  return chars
+}
 
 /**
  * How long a stdio server waits, once its input has ended, for the answers to the requests it
@@ -205,7 +223,12 @@ export class StdioLineTransport implements Transport {
 
   async send(message: JSONRPCMessage): Promise<void> {
     try {
-      await this.write(`${JSON.stringify(message)}\n`)
+      if (textChars(message) <= jsonPieceChars) await this.write(`${JSON.stringify(message)}\n`)
+      else {
+        // Written in one turn, so no other answer's line comes between its pieces (JsonPieces.ts).
+        for (const piece of jsonPieces(message)) void this.write(piece)
+        await this.write("\n")
+      }
     } finally {
       if (isResponse(message)) this.settle(message.id)
     }

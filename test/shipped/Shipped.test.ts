@@ -640,6 +640,49 @@ process.stdout.write = (...args) => { process.stderr.write(new Error("probe").st
     assert.include(reread.stdout, "piped then closed")
   })
 
+  it("answers a read_graph longer than a piece of its text as one line: the official text beside its structured content", async () => {
+    // 60 entities of three 500-character observations (pairs, quotes, backslashes): a text of about
+    // 150 KB, written in pieces (transports/JsonPieces.ts) by serve --stdio and by the shim.
+    const entities = Array.from({ length: 60 }, (_, i) => ({
+      name: `large-answer-${i}`,
+      entityType: "bench",
+      observations: [0, 1, 2].map((o) => `${'😀 "quoted" \\ '.repeat(40)}${i}.${o}`),
+    }))
+    const check = async (client: Client) => {
+      const created = await call(client, "create_entities", { entities })
+      assert.isFalse(created.isError, created.text)
+      const result = (await client.callTool({ name: "read_graph", arguments: {} })) as CallToolResult
+      const text = (result.content[0] as { text: string }).text
+      assert.isAbove(text.length, 2 * 64 * 1024)
+      assert.strictEqual(text, JSON.stringify(result.structuredContent, null, 2))
+      const read = (result.structuredContent as { entities: Array<{ name: string; observations: Array<string> }> })
+        .entities
+      for (const entity of entities)
+        assert.deepStrictEqual(read.find((found) => found.name === entity.name)?.observations, entity.observations)
+    }
+    const served = new Client({ name: "shipped-large", version: "1.0.0" })
+    await served.connect(
+      new StdioClientTransport({
+        command: productNode,
+        args: [product.cli, "serve", "--stdio", "--data-dir", tempDir("mnemos-shipped-large-")],
+        cwd: workspace,
+        env: productEnv() as Record<string, string>,
+        stderr: "pipe",
+      }),
+    )
+    try {
+      await check(served)
+    } finally {
+      await served.close()
+    }
+    const shim = await shimClient(daemon.dataDir, daemon.port)
+    try {
+      await check(shim)
+    } finally {
+      await shim.close()
+    }
+  })
+
   it("serve re-executes itself with glibc's allocator settings where Node can, and keeps a user's own", async () => {
     const hasExecve = spawnSync(productNode, ["-p", "typeof process.execve"], { encoding: "utf8" }).stdout.trim()
     const plain = Object.fromEntries(

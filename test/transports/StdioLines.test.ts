@@ -141,3 +141,33 @@ describe("the end of the input", () => {
     expect(await transport.whenAnswered(10)).toBe(false)
   })
 })
+
+describe("answers written in pieces", () => {
+  it("writes a large answer as one line, whole, before the answer sent after it, through a slow reader", async () => {
+    const input = new PassThrough()
+    // A small buffer: the large answer fills it many times over while the reader lags.
+    const output = new PassThrough({ highWaterMark: 1024 })
+    const transport = new StdioLineTransport(input, output, lineBytesMax)
+    await transport.start()
+    const text = `${'😀 "a" \\ '.repeat(30_000)}end`
+    const large = {
+      jsonrpc: "2.0",
+      id: 1,
+      result: { content: [{ type: "text", text }], structuredContent: { entities: [{ name: "x" }] } },
+    } as JSONRPCMessage
+    const small = { jsonrpc: "2.0", id: 2, result: { content: [{ type: "text", text: "small" }] } } as JSONRPCMessage
+    const sent = Promise.all([transport.send(large), transport.send(small)])
+    const chunks: Array<Buffer> = []
+    let writes = 0
+    output.on("data", (chunk: Buffer) => {
+      chunks.push(chunk)
+      writes++
+    })
+    await sent
+    await new Promise((resolve) => setImmediate(resolve))
+    const lines = Buffer.concat(chunks).toString("utf8").split("\n")
+    expect(lines).toEqual([JSON.stringify(large), JSON.stringify(small), ""])
+    expect(writes).toBeGreaterThan(4) // in pieces, not one write of the whole line
+    await transport.close()
+  })
+})
