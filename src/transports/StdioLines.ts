@@ -226,8 +226,13 @@ export class StdioLineTransport implements Transport {
       if (textChars(message) <= jsonPieceChars) await this.write(`${JSON.stringify(message)}\n`)
       else {
         // Written in one turn, so no other answer's line comes between its pieces (JsonPieces.ts).
-        for (const piece of jsonPieces(message)) void this.write(piece)
-        await this.write("\n")
+        // A value JSON cannot hold (a bug) throws after the first pieces are out: the line is
+        // ended all the same, so the client loses that answer and not the lines after it.
+        try {
+          for (const piece of jsonPieces(message)) void this.write(piece)
+        } finally {
+          await this.write("\n")
+        }
       }
     } finally {
       if (isResponse(message)) this.settle(message.id)

@@ -170,4 +170,29 @@ describe("answers written in pieces", () => {
     expect(writes).toBeGreaterThan(4) // in pieces, not one write of the whole line
     await transport.close()
   })
+
+  it("ends the line of an answer that fails half-written, so the next answer is read whole", async () => {
+    const input = new PassThrough()
+    const output = new PassThrough()
+    const transport = new StdioLineTransport(input, output, lineBytesMax)
+    await transport.start()
+    const chunks: Array<Buffer> = []
+    output.on("data", (chunk: Buffer) => chunks.push(chunk))
+    const entities = Array.from({ length: 3_000 }, (_, i) => ({ name: `entity-${i}` }))
+    // A value JSON cannot hold, late in the answer: its first pieces are written before it is met.
+    const broken = {
+      jsonrpc: "2.0",
+      id: 1,
+      result: { content: [{ type: "text", text: "x".repeat(100_000) }], structuredContent: { entities, late: [10n] } },
+    } as unknown as JSONRPCMessage
+    const next = { jsonrpc: "2.0", id: 2, result: { content: [{ type: "text", text: "next" }] } } as JSONRPCMessage
+    await expect(transport.send(broken)).rejects.toThrow(/BigInt/)
+    await transport.send(next)
+    await new Promise((resolve) => setImmediate(resolve))
+    const lines = Buffer.concat(chunks).toString("utf8").split("\n")
+    expect(lines).toHaveLength(3)
+    expect(lines[0]!.length).toBeGreaterThan(100_000) // the broken answer's pieces, cut short
+    expect(JSON.parse(lines[1]!)).toEqual(next)
+    await transport.close()
+  })
 })
