@@ -42,7 +42,6 @@ const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff
 class Pieces {
   private parts: Array<string> = []
   private chars = 0
-  readonly ready: Array<string> = []
 
   /** At least 2: a slice of a long string never cuts a surrogate pair, so it holds a character at least. */
   readonly pieceChars: number
@@ -51,73 +50,70 @@ class Pieces {
     this.pieceChars = Math.max(2, pieceChars)
   }
 
-  push(part: string): void {
+  /** Adds `part`; true when it completes a piece (`take` it). */
+  push(part: string): boolean {
     this.parts.push(part)
     this.chars += part.length
-    if (this.chars >= this.pieceChars) this.flush()
+    return this.chars >= this.pieceChars
   }
 
-  flush(): void {
-    if (this.parts.length === 0) return
-    this.ready.push(this.parts.join(""))
+  /** What is collected, as one piece (undefined when nothing is). */
+  take(): string | undefined {
+    if (this.parts.length === 0) return undefined
+    const piece = this.parts.join("")
     this.parts = []
     this.chars = 0
+    return piece
   }
 }
 
 /** The pieces of `JSON.stringify(value)` (a JSON-RPC message: an object). */
 export function* jsonPieces(value: object, pieceChars = jsonPieceChars): Generator<string> {
   const pieces = new Pieces(pieceChars)
-  // A stack of what is left to write, walked depth first: a value and its depth, or closing text.
-  const work: Array<{ readonly value: unknown; readonly depth: number } | string> = [{ value, depth: 0 }]
-  while (work.length > 0) {
-    const next = work.pop()!
-    if (typeof next === "string") pieces.push(next)
-    else writeValue(next.value, next.depth, pieces, work)
-    while (pieces.ready.length > 0) yield pieces.ready.shift()!
+  if (!isWalked(value, 0, pieces)) {
+    yield JSON.stringify(value)
+    return
   }
-  pieces.flush()
-  yield* pieces.ready
+  yield* walk(value, 0, pieces)
+  const last = pieces.take()
+  if (last !== undefined) yield last
 }
 
-const writeValue = (
-  value: unknown,
-  depth: number,
-  pieces: Pieces,
-  work: Array<{ readonly value: unknown; readonly depth: number } | string>,
-): void => {
-  if (depth < walkDepthMax && Array.isArray(value)) {
-    pieces.push("[")
-    work.push("]")
-    for (let i = value.length - 1; i >= 0; i--) {
-      const item = isOmitted(value[i]) ? null : value[i]
-      work.push({ value: item, depth: depth + 1 })
-      if (i > 0) work.push(",")
-    }
-    return
-  }
-  if (depth < walkDepthMax && isPlainObject(value)) {
-    const keys = Object.keys(value).filter((key) => !isOmitted(value[key]))
-    pieces.push("{")
-    work.push("}")
-    for (let i = keys.length - 1; i >= 0; i--) {
-      work.push({ value: value[keys[i]!], depth: depth + 1 })
-      work.push(`${i > 0 ? "," : ""}${JSON.stringify(keys[i])}:`)
-    }
-    return
-  }
-  if (typeof value === "string" && value.length > pieces.pieceChars) {
-    pieces.push('"')
-    const step = pieces.pieceChars
+/** Whether `value` at `depth` is walked (recursed into, or sliced) rather than written as one part. */
+const isWalked = (value: unknown, depth: number, pieces: Pieces): boolean =>
+  typeof value === "string"
+    ? value.length > pieces.pieceChars
+    : depth < walkDepthMax && (Array.isArray(value) || isPlainObject(value))
+
+/**
+ * Writes `value`, one `isWalked`: a list or object part by part (its walked members recursed
+ * into, at most `walkDepthMax` deep), a long string slice by slice; yields each piece completed.
+ */
+function* walk(value: unknown, depth: number, pieces: Pieces): Generator<string> {
+  if (typeof value === "string") {
+    if (pieces.push('"')) yield pieces.take()!
     for (let at = 0; at < value.length; ) {
-      let end = Math.min(value.length, at + step)
+      let end = Math.min(value.length, at + pieces.pieceChars)
       // A pair cut in two would be escaped as two lone surrogates: the cut moves before it.
       if (end < value.length && isHighSurrogate(value.charCodeAt(end - 1))) end--
-      pieces.push(JSON.stringify(value.slice(at, end)).slice(1, -1))
+      if (pieces.push(JSON.stringify(value.slice(at, end)).slice(1, -1))) yield pieces.take()!
       at = end
     }
-    pieces.push('"')
+    if (pieces.push('"')) yield pieces.take()!
     return
   }
-  pieces.push(JSON.stringify(value) ?? "null")
+  const list = Array.isArray(value)
+  const record = value as Record<string, unknown>
+  const names = list ? undefined : Object.keys(record).filter((name) => !isOmitted(record[name]))
+  const count = list ? (value as Array<unknown>).length : names!.length
+  if (pieces.push(list ? "[" : "{")) yield pieces.take()!
+  for (let i = 0; i < count; i++) {
+    const member = list ? (value as Array<unknown>)[i] : record[names![i]!]
+    const item = list && isOmitted(member) ? null : member
+    const head = list ? (i > 0 ? "," : "") : `${i > 0 ? "," : ""}${JSON.stringify(names![i])}:`
+    if (head !== "" && pieces.push(head)) yield pieces.take()!
+    if (isWalked(item, depth + 1, pieces)) yield* walk(item, depth + 1, pieces)
+    else if (pieces.push(JSON.stringify(item) ?? "null")) yield pieces.take()!
+  }
+  if (pieces.push(list ? "]" : "}")) yield pieces.take()!
 }
