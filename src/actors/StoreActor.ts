@@ -80,6 +80,13 @@ export interface StoreOptions extends KernelOptions {
    * tests use it to exercise the pipeline), "never".
    */
   readonly batchSplit: BatchSplit
+  /**
+   * The checkpoint file's pages mapped by reads and commits are let go (the environment reopened,
+   * Checkpoint.ts `releaseMappedPages`) once the store has had no read or write for this long…
+   */
+  readonly releaseMappedPagesIdleMs: number
+  /** …and reads and commits walked at least this many entries since it was last reopened. */
+  readonly releaseMappedPagesEntriesMin: number
   /** Test seam: runs after each step of a compaction (a crash test cuts the power there). */
   readonly onCompactionStep?: (step: CompactionStep) => Effect.Effect<void>
   /**
@@ -110,6 +117,11 @@ export const defaultStoreOptions: Omit<StoreOptions, "dir"> = {
   failFastAfterRestarts: 5,
   readWaitMsMax: 10_000,
   batchSplit: "adaptive",
+  // A release takes about a millisecond, and reads wait for it (docs/benchmarks.md, "The store
+  // file's pages let go once the store idles"). 4,096 entries walked map at most about 16 MiB (a
+  // leaf page each); a store that touched fewer keeps them until it next reopens.
+  releaseMappedPagesIdleMs: 1_000,
+  releaseMappedPagesEntriesMin: 4_096,
 }
 
 /** A snapshot of a store's condition, for health reports. */
@@ -124,6 +136,8 @@ export interface StoreHealth {
   readonly mailboxDepth: number
   readonly wal?: WalStats
   readonly lmdbBytes?: number
+  /** How often the LMDB file's mapped pages were let go since the daemon started (see `releaseMappedPagesIdleMs`). */
+  readonly mappedPagesReleased: number
   /** A shared memory: who decides the store's writes (src/cluster/WriterLeases.ts). */
   readonly writer?: WriterHealth
 }
@@ -302,6 +316,45 @@ export const makeStore = <Command, Event, Reply, Failure>(
     })
 
     /**
+     * The checkpoint's mapped pages are let go once the store idles: a read or a batch arms a timer
+     * (none runs while the store idles), and a timer that finds no read or batch since it was armed,
+     * with enough entries walked since the last release, asks the actor to release them between
+     * batches (`release-pages`).
+     */
+    let activeSinceArmed = false
+    let idleTimer: ReturnType<typeof setTimeout> | undefined
+    let releasePoked = false
+    const onIdleTimer = () => {
+      idleTimer = undefined
+      if (activeSinceArmed) {
+        armIdleTimer()
+        return
+      }
+      const incarnation = current
+      if (
+        releasePoked ||
+        incarnation === undefined ||
+        incarnation.checkpoint.entriesTouched() < options.releaseMappedPagesEntriesMin
+      )
+        return
+      const control: Control = {
+        _tag: "Control",
+        name: "release-pages",
+        reply: Deferred.makeUnsafe<unknown, unknown>(),
+      }
+      releasePoked = mailbox.offerUnsafe(control)
+    }
+    const armIdleTimer = () => {
+      activeSinceArmed = false
+      idleTimer = setTimeout(onIdleTimer, options.releaseMappedPagesIdleMs)
+      idleTimer.unref()
+    }
+    const noteActivity = () => {
+      if (idleTimer === undefined) armIdleTimer()
+      else activeSinceArmed = true
+    }
+
+    /**
      * A shared log whose store moved to a newer stream (a compaction elsewhere): reopened from it.
      * A reopen that fails is a restart (the next open finds the new stream too).
      */
@@ -316,6 +369,14 @@ export const makeStore = <Command, Event, Reply, Failure>(
     /** Runs a control between batches: a compaction replaces the incarnation it ran on. */
     const runControl = (serving: { incarnation: Incarnation }, control: Control) =>
       Effect.gen(function* () {
+        if (control.name === "release-pages") {
+          releasePoked = false
+          // Reads wait (`readsWait`) while the environment is closed and opened again.
+          if (yield* kernel.releaseMappedPages(serving.incarnation, readsWait))
+            replaceIncarnation(serving, serving.incarnation)
+          yield* Deferred.succeed(control.reply, undefined)
+          return
+        }
         if (control.name === "remote") {
           remotePoked = false
           yield* kernel.applyRemote(serving.incarnation)
@@ -399,6 +460,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
             continue
           }
           const batch = next.commands
+          noteActivity()
           const full = kernel.diskFull(serving.incarnation)
           if (full !== undefined) {
             state = "degraded"
@@ -557,6 +619,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
       Effect.gen(function* () {
         const wasRunning = state === "running"
         state = "stopped"
+        clearTimeout(idleTimer)
         refusal = storeError("ShuttingDown", "the store is shutting down")
         yield* Fiber.interrupt(supervisor)
         // Batches whose write failed (one waiting for its restart, or one failing below), answered
@@ -661,6 +724,7 @@ export const makeStore = <Command, Event, Reply, Failure>(
               "Unavailable",
               `the store is ${state === "starting" ? "still opening" : "reopening"}${lastError !== undefined ? ` after: ${lastError}` : ""}; reads resume once it is open (waited ${options.readWaitMsMax / 1000} s)`,
             )
+        noteActivity()
         return query(current.view)
       })
 

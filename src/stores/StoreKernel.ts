@@ -117,6 +117,8 @@ export interface KernelHealth {
   readonly recovery?: RecoveryReport
   readonly wal?: WalStats
   readonly lmdbBytes?: number
+  /** How often the checkpoint file's mapped pages were let go since the daemon started (`releaseMappedPages`). */
+  readonly mappedPagesReleased: number
 }
 
 /**
@@ -610,6 +612,25 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
       )
 
     /**
+     * Lets go of the checkpoint file's pages that reads and commits mapped (Checkpoint.ts
+     * `releaseMappedPages`): once every queued change is committed, `leaving` stops readers, and
+     * the environment is closed and opened again; false, and nothing closed, while a commit failed
+     * or waits for disk space (its changes stay queued). Run between batches, so nothing is enqueued
+     * meanwhile. A failure to reopen is a defect: the store restarts from disk.
+     */
+    let mappedPagesReleased = 0
+    const releaseMappedPages = (incarnation: Incarnation, leaving: Effect.Effect<void>) =>
+      Effect.gen(function* () {
+        const { checkpoint, commits } = incarnation
+        yield* Effect.promise(() => commits.drain())
+        if (commits.failure !== undefined || commits.diskFull !== undefined) return false
+        yield* leaving
+        yield* Effect.promise(() => checkpoint.releaseMappedPages())
+        mappedPagesReleased++
+        return true
+      })
+
+    /**
      * Compacts a store of a shared memory (its writer lease's holder runs it; StoreGenerations.ts):
      * seals its stream (no daemon can append any more), applies everything through the sealed end,
      * publishes the state as the first messages of the next generation's stream, moves the store's
@@ -907,6 +928,7 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
 
     const health = (incarnation: Incarnation | undefined): KernelHealth => ({
       appliedSeq: incarnation?.checkpoint.appliedSeq() ?? ackedSeq ?? 0,
+      mappedPagesReleased,
       ...(recovery !== undefined ? { recovery } : {}),
       ...(incarnation !== undefined
         ? { wal: incarnation.wal.stats(), lmdbBytes: incarnation.checkpoint.sizeBytes() }
@@ -921,6 +943,7 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
       compact,
       compactShared,
       reload,
+      releaseMappedPages,
       applyRemote,
       catchUp,
       shared: logs.shared,

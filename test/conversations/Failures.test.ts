@@ -124,7 +124,14 @@ describe("error mapping", () => {
   })
 
   it("health is DEGRADED with any error on record or a store that is not running", () => {
-    const running = { name: "conversations", state: "running" as const, restarts: 0, appliedSeq: 3, mailboxDepth: 0 }
+    const running = {
+      name: "conversations",
+      state: "running" as const,
+      restarts: 0,
+      appliedSeq: 3,
+      mailboxDepth: 0,
+      mappedPagesReleased: 0,
+    }
     expect(healthReport(running, undefined, undefined, 0).status).toBe("DEGRADED")
     expect(healthReport({ ...running, lastError: "boom" }, undefined, undefined, 0)).toMatchObject({
       status: "DEGRADED",

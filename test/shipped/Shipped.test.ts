@@ -683,6 +683,51 @@ process.stdout.write = (...args) => { process.stderr.write(new Error("probe").st
     }
   })
 
+  it("lets go of the graph store file's pages a read_graph mapped once the store idles", async () => {
+    // 2,000 entities of two 1,000-character observations: a graph store file of about 5 MiB,
+    // mapped whole by the read and let go of (the environment reopened) about a second after it.
+    const dataDir = tempDir("mnemos-shipped-pages-")
+    const transport = new StdioClientTransport({
+      command: productNode,
+      args: [product.cli, "serve", "--stdio", "--data-dir", dataDir],
+      cwd: workspace,
+      env: productEnv() as Record<string, string>,
+      stderr: "pipe",
+    })
+    const client = new Client({ name: "shipped-pages", version: "1.0.0" })
+    await client.connect(transport)
+    try {
+      for (let start = 0; start < 2_000; start += 200) {
+        const entities = Array.from({ length: 200 }, (_, i) => ({
+          name: `paged-${start + i}`,
+          entityType: "bench",
+          observations: [0, 1].map((o) => `${o} ${"observed ".repeat(110)} ${start + i}`),
+        }))
+        const created = await call(client, "create_entities", { entities })
+        assert.isFalse(created.isError, created.text)
+      }
+      const file = join(dataDir, "stores", "graph", "lmdb", "data.mdb")
+      const resident = () => {
+        let bytes = 0
+        let inFile = false
+        for (const line of readFileSync(`/proc/${transport.pid}/smaps`, "utf8").split("\n")) {
+          if (/^[0-9a-f]+-[0-9a-f]+ /.test(line)) inFile = line.endsWith(` ${file}`)
+          else if (inFile && line.startsWith("Rss:")) bytes += Number(line.split(/\s+/)[1]) * 1024
+        }
+        return bytes
+      }
+      const graph = (await client.callTool({ name: "read_graph", arguments: {} })) as CallToolResult
+      assert.strictEqual((graph.structuredContent as { entities: Array<unknown> }).entities.length, 2_000)
+      assert.isAbove(resident(), 3 * 1024 * 1024)
+      await waitFor("the graph store's pages let go", () => (resident() < 1024 * 1024 ? true : undefined), 15_000)
+      // What was let go reads back whole.
+      const again = (await client.callTool({ name: "read_graph", arguments: {} })) as CallToolResult
+      assert.deepStrictEqual(again.structuredContent, graph.structuredContent)
+    } finally {
+      await client.close()
+    }
+  })
+
   it("serve re-executes itself with glibc's allocator settings where Node can, and keeps a user's own", async () => {
     const hasExecve = spawnSync(productNode, ["-p", "typeof process.execve"], { encoding: "utf8" }).stdout.trim()
     const plain = Object.fromEntries(

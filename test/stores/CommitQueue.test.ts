@@ -37,6 +37,8 @@ const heldCheckpoint = (commits: Array<Commit>): Checkpoint =>
     commitWith: () => {},
     flushed: () => Promise.resolve(),
     sizeBytes: () => 0,
+    entriesTouched: () => 0,
+    releaseMappedPages: () => Promise.resolve(),
     close: () => Promise.resolve(),
   }) satisfies Checkpoint
 

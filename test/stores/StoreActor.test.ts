@@ -686,3 +686,118 @@ describe("StoreActor on the real file system", () => {
     }).pipe(Effect.provide(storeLayer)),
   )
 })
+
+/** Resident bytes of this process's maps of `file` (/proc/self/smaps: a closed environment's map is gone). */
+const residentBytesOf = (file: string): number => {
+  let bytes = 0
+  let inFile = false
+  for (const line of readFileSync("/proc/self/smaps", "utf8").split("\n")) {
+    if (/^[0-9a-f]+-[0-9a-f]+ /.test(line)) inFile = line.endsWith(` ${file}`)
+    else if (inFile && line.startsWith("Rss:")) bytes += Number(line.split(/\s+/)[1]) * 1024
+  }
+  return bytes
+}
+
+/** Waits (up to 10 s of real time) until `store` has let go of its mapped pages `times` times. */
+const waitUntilReleased = (store: { readonly health: () => { readonly mappedPagesReleased: number } }, times: number) =>
+  guard(
+    `mapped pages released ${times} times`,
+    Effect.gen(function* () {
+      while (store.health().mappedPagesReleased < times) yield* Effect.sleep("5 millis")
+    }),
+  )
+
+describe("StoreActor lets go of its LMDB file's mapped pages once it idles", () => {
+  it.live("a read of the whole store maps its file; once the store idles, its pages leave the resident set", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const store = yield* makeStore(
+        kvStore(),
+        optionsFor(dir, { releaseMappedPagesIdleMs: 50, lmdbCommitIntervalMs: 5 }),
+      )
+      const value = "x".repeat(400)
+      for (let start = 0; start < 20_000; start += 500)
+        yield* Effect.forEach(range(start, start + 499), (i) => store.send(put(`k${i}`, value)), {
+          concurrency: "unbounded",
+        })
+      yield* waitUntil("the writes committed", () => store.health().appliedSeq === 20_000)
+      const file = join(dir, "lmdb", "data.mdb")
+      const released = store.health().mappedPagesReleased
+      // Writing it mapped pages too (and may have let go of them already): a read of every key maps
+      // the whole file, about 9 MiB.
+      assert.strictEqual(Object.keys(yield* store.read(readAll)).length, 20_000)
+      assert.isAbove(residentBytesOf(file), 6 * 1024 * 1024)
+      yield* waitUntilReleased(store, released + 1)
+      // What the reopen itself reads (LMDB's meta pages, and the kernel's read-around of each).
+      assert.isBelow(residentBytesOf(file), 1024 * 1024)
+      // What was let go reads back whole.
+      assert.strictEqual(Object.keys(yield* store.read(readAll)).length, 20_000)
+    }).pipe(Effect.provide(storeLayer)),
+  )
+
+  it.live("a store that walked fewer entries than the threshold keeps its map", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const store = yield* makeStore(
+        kvStore(),
+        optionsFor(dir, { releaseMappedPagesIdleMs: 20, releaseMappedPagesEntriesMin: 1_000, lmdbCommitIntervalMs: 1 }),
+      )
+      yield* Effect.forEach(range(1, 100), (i) => store.send(put(`k${i}`)), { concurrency: "unbounded" })
+      // Read from LMDB, not from the changes waiting for their commit.
+      yield* waitUntil("the writes committed", () => store.health().appliedSeq === 100)
+      for (let round = 0; round < 5; round++) yield* store.read(readAll)
+      yield* Effect.sleep("200 millis")
+      assert.strictEqual(store.health().mappedPagesReleased, 0)
+      // 500 more entries read pass it (with the 100 changes committed and the 500 read before).
+      for (let round = 0; round < 5; round++) yield* store.read(readAll)
+      yield* waitUntilReleased(store, 1)
+    }).pipe(Effect.provide(storeLayer)),
+  )
+
+  it.live("reads and writes racing the releases are all answered and lose nothing, before and after a reopen", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const acked = new Set<string>()
+      const releases = yield* Effect.scoped(
+        Effect.gen(function* () {
+          const store = yield* makeStore(
+            kvStore(),
+            optionsFor(dir, { releaseMappedPagesIdleMs: 5, releaseMappedPagesEntriesMin: 1 }),
+          )
+          let next = 0
+          const writes = Effect.gen(function* () {
+            for (let call = 0; call < Math.floor(Math.random() * 4); call++) {
+              const keys = range(1, 1 + Math.floor(Math.random() * 20)).map(() => `k${next++}`)
+              yield* Effect.forEach(keys, (key) => store.send(put(key)), { concurrency: "unbounded" })
+              for (const key of keys) acked.add(key)
+            }
+          })
+          const reads = Effect.gen(function* () {
+            for (let call = 0; call < Math.floor(Math.random() * 4); call++) {
+              const ackedBefore = [...acked]
+              const seen = yield* store.read(readAll)
+              for (const key of ackedBefore) assert.strictEqual(seen[key], `v-${key}`, `acknowledged ${key} read back`)
+              const counted = yield* store.read((view) => view.count({ start: "kv:", end: "kv;" }))
+              assert.isAtLeast(counted, Object.keys(seen).length)
+            }
+          })
+          // Rounds of calls with pauses of none to three times the idle time between, so releases
+          // fall before, between and during the next round's calls.
+          for (let round = 0; round < 200; round++) {
+            yield* guard("a round of calls", Effect.all([writes, reads, reads], { concurrency: "unbounded" }))
+            yield* Effect.sleep(`${Math.floor(Math.random() * 15)} millis`)
+          }
+          assert.strictEqual(store.health().state, "running")
+          assert.strictEqual(store.health().restarts, 0)
+          return store.health().mappedPagesReleased
+        }),
+      )
+      // Enough releases to have met the calls at every point of theirs.
+      assert.isAbove(releases, 40)
+      const reopened = yield* makeStore(kvStore(), optionsFor(dir))
+      const all = yield* reopened.read(readAll)
+      assert.strictEqual(Object.keys(all).length, acked.size)
+      for (const key of acked) assert.strictEqual(all[key], `v-${key}`)
+    }).pipe(Effect.provide(storeLayer)),
+  )
+})
