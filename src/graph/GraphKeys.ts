@@ -72,6 +72,7 @@ export const projectKey = (project: string): string => `pj${sep}${project}`
 export const entitiesInOrder = (project: string): KeyRange => under(`eo${sep}${project}${sep}`)
 export const entitiesByName = (project: string): KeyRange => under(`e${sep}${project}${sep}`)
 export const relationsInOrder = (project: string): KeyRange => under(`ro${sep}${project}${sep}`)
+export const relationsByEnds = (project: string): KeyRange => under(`r${sep}${project}${sep}`)
 export const relationsFrom = (project: string, from: string): KeyRange => under(`r${sep}${project}${sep}${from}${sep}`)
 export const relationsTo = (project: string, to: string): KeyRange => under(`ri${sep}${project}${sep}${to}${sep}`)
 export const allProjects: KeyRange = under(`pj${sep}`)

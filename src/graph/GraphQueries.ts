@@ -9,15 +9,14 @@ import {
   countersKey,
   emptyCounters,
   entitiesByName,
-  entitiesInOrder,
   entityKey,
   type GraphEntityRecord,
   type GraphRelationRecord,
   type ProjectCounters,
   projectOfKey,
   relationKeyOfIncoming,
+  relationsByEnds,
   relationsFrom,
-  relationsInOrder,
   relationsTo,
 } from "./GraphKeys.ts"
 import type { Entity, KnowledgeGraph, Relation } from "./Model.ts"
@@ -40,24 +39,24 @@ export const officialRelation = (relation: GraphRelationRecord): Relation => ({
 export const getEntity = (view: StoreView, project: string, name: string): GraphEntityRecord | undefined =>
   view.get(entityKey(project, name)) as GraphEntityRecord | undefined
 
-/** Every entity of a project, in creation order. */
+const byOrder = (a: { readonly order: number }, b: { readonly order: number }) => a.order - b.order
+
+/**
+ * Every entity of a project, in creation order: one scan of the entities (in name order), sorted by
+ * the order each record holds. Walking the order index instead costs a lookup, a descent of the
+ * tree, per entity: at 100,000 entities the lookups were a quarter of `read_graph`'s time.
+ */
 export const entitiesOf = (view: StoreView, project: string): Array<GraphEntityRecord> => {
   const out: Array<GraphEntityRecord> = []
-  for (const { value } of view.getRange(entitiesInOrder(project))) {
-    const entity = getEntity(view, project, value as string)
-    if (entity !== undefined) out.push(entity)
-  }
-  return out
+  for (const { value } of view.getRange(entitiesByName(project))) out.push(value as GraphEntityRecord)
+  return out.sort(byOrder)
 }
 
-/** Every relation of a project, in creation order. */
+/** Every relation of a project, in creation order (one scan, as `entitiesOf`). */
 export const relationsOf = (view: StoreView, project: string): Array<GraphRelationRecord> => {
   const out: Array<GraphRelationRecord> = []
-  for (const { value } of view.getRange(relationsInOrder(project))) {
-    const relation = view.get(value as string) as GraphRelationRecord | undefined
-    if (relation !== undefined) out.push(relation)
-  }
-  return out
+  for (const { value } of view.getRange(relationsByEnds(project))) out.push(value as GraphRelationRecord)
+  return out.sort(byOrder)
 }
 
 /** Relations with at least one end in `names`, in creation order (the official rule). */
