@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs"
+import { availableParallelism } from "node:os"
 
 /**
  * glibc malloc's settings for a daemon, given in its environment by the shim when it starts one;
@@ -37,6 +38,32 @@ const givesAllocatorSettings = (env: NodeJS.ProcessEnv): boolean =>
   Object.keys(allocatorEnv).some((name) => env[name] !== undefined) ||
   /glibc\.malloc\.(mmap_threshold|trim_threshold|arena_max)/.test(env.GLIBC_TUNABLES ?? "")
 
+/**
+ * V8's helper threads for a daemon on a machine of `cores` cores: one fewer than the cores, where
+ * that is fewer than Node's four (`--v8-pool-size`, four whatever the machine); undefined leaves
+ * Node's default. The helpers run the garbage collector's parallel and concurrent work and compile
+ * optimized code; on two cores, four of them waking together took the cores from the main thread
+ * and the client a call waits on. With one, sequential `create_entities` had a p99 of 8.4–9.2 ms
+ * against 10.2–10.9 and its slowest call 17–22 ms against 29, and the 10k graph workload took
+ * 4–9 % less time (docs/benchmarks.md, "V8's helper threads on two cores").
+ */
+export const helperThreadsFor = (cores: number): number | undefined => (cores <= 4 ? Math.max(1, cores - 1) : undefined)
+
+/**
+ * `execArgv` with `--v8-pool-size` for this machine (`helperThreadsFor`) added, unless it or
+ * `nodeOptions` (NODE_OPTIONS) gives one itself. A Node option, not a V8 flag: V8's code cache
+ * is not refused for it.
+ */
+export const withHelperThreads = (
+  execArgv: ReadonlyArray<string>,
+  nodeOptions: string | undefined,
+  cores: number = availableParallelism(),
+): Array<string> => {
+  const threads = helperThreadsFor(cores)
+  const given = [...execArgv, ...(nodeOptions ?? "").split(/\s+/)].some((arg) => arg.startsWith("--v8-pool-size"))
+  return threads === undefined || given ? [...execArgv] : [...execArgv, `--v8-pool-size=${threads}`]
+}
+
 /** The parts of `process` the re-execution reads, so that tests can pass their own. */
 export interface Reexecutable {
   readonly platform: NodeJS.Platform
@@ -46,6 +73,8 @@ export interface Reexecutable {
   readonly argv: ReadonlyArray<string>
   readonly execve?: ((file: string, args: Array<string>, env: NodeJS.ProcessEnv) => never) | undefined
   readonly runsOnGlibc: () => boolean
+  /** The cores this process may run on (`os.availableParallelism`). */
+  readonly cores: number
 }
 
 /**
@@ -67,7 +96,8 @@ export const runsOnGlibc = (): boolean => {
 
 /**
  * Replaces this process (same pid, same stdio, same arguments) by one with `allocatorEnv` in its
- * environment, when that can matter and Node can: on Linux with glibc, with `process.execve`
+ * environment and V8's helper threads for the machine (`withHelperThreads`), when that can matter
+ * and Node can: on Linux with glibc, with `process.execve`
  * (Node 22.15 and later, 23.11 and later), when the environment sets none of them
  * already. Call it first thing, before any thread or stream is started: it does not return when it
  * re-executes. Costs one start of Node, 25–30 ms to a first answer; in exchange the 10k graph
@@ -84,9 +114,14 @@ export const withAllocatorSettings = (
     argv: process.argv,
     execve: (process as { execve?: Reexecutable["execve"] }).execve?.bind(process),
     runsOnGlibc,
+    cores: availableParallelism(),
   },
 ): void => {
   if (self.platform !== "linux" || self.execve === undefined || givesAllocatorSettings(self.env)) return
   if (!self.runsOnGlibc()) return
-  self.execve(self.execPath, [self.execPath, ...self.execArgv, ...self.argv.slice(1)], withAllocatorEnv(self.env))
+  self.execve(
+    self.execPath,
+    [self.execPath, ...withHelperThreads(self.execArgv, self.env.NODE_OPTIONS, self.cores), ...self.argv.slice(1)],
+    withAllocatorEnv(self.env),
+  )
 }

@@ -12,7 +12,7 @@ import { chmodSync, existsSync, mkdirSync, openSync, readFileSync, rmSync } from
 import { request } from "node:http"
 import { join, resolve as resolvePath } from "node:path"
 import { writeFileAtomic } from "../cli/AtomicFile.ts"
-import { withAllocatorEnv } from "../runtime/AllocatorEnv.ts"
+import { withAllocatorEnv, withHelperThreads } from "../runtime/AllocatorEnv.ts"
 import { isAlive } from "../stores/datadir/DataDir.ts"
 
 /** The daemon's default port; UDP telemetry listens on the next one. */
@@ -146,7 +146,17 @@ const startDaemon = (target: DaemonTarget, host: string, port: number): void => 
   const cli = resolvePath(process.argv[1] ?? "")
   const child = spawn(
     process.execPath,
-    [...process.execArgv, cli, "serve", "--data-dir", target.dataDir, "--host", host, "--port", String(port)],
+    [
+      ...withHelperThreads(process.execArgv, process.env.NODE_OPTIONS),
+      cli,
+      "serve",
+      "--data-dir",
+      target.dataDir,
+      "--host",
+      host,
+      "--port",
+      String(port),
+    ],
     { detached: true, stdio: ["ignore", logFd, logFd], env: withAllocatorEnv(process.env) },
   )
   child.unref()

@@ -5,7 +5,14 @@
  * environment of the pid its client started.
  */
 import { assert, describe, it } from "vitest"
-import { allocatorEnv, type Reexecutable, runsOnGlibc, withAllocatorSettings } from "../../src/runtime/AllocatorEnv.ts"
+import {
+  allocatorEnv,
+  helperThreadsFor,
+  type Reexecutable,
+  runsOnGlibc,
+  withAllocatorSettings,
+  withHelperThreads,
+} from "../../src/runtime/AllocatorEnv.ts"
 
 /** What `withAllocatorSettings` did with a process like `overrides`: the execve it made, if any. */
 const reexecutionOf = (overrides: Partial<Reexecutable>) => {
@@ -20,6 +27,7 @@ const reexecutionOf = (overrides: Partial<Reexecutable>) => {
       calls.push({ file, args, env })
     }) as Reexecutable["execve"],
     runsOnGlibc: () => true,
+    cores: 8,
     ...overrides,
   })
   return calls
@@ -39,6 +47,33 @@ describe("serve's re-execution with glibc's allocator settings", () => {
       "--stdio",
     ])
     assert.deepStrictEqual(call!.env, { PATH: "/usr/bin", ...allocatorEnv })
+  })
+
+  it("gives V8 one helper thread fewer than the cores, where that is fewer than Node's four, unless the user set it", () => {
+    const argsOn = (overrides: Partial<Reexecutable>) => reexecutionOf(overrides)[0]!.args
+    assert.deepStrictEqual(argsOn({ cores: 2 }), [
+      "/opt/node/bin/node",
+      "--import",
+      "probe.mjs",
+      "--v8-pool-size=1",
+      "/opt/mnemos/dist/cli.js",
+      "serve",
+      "--stdio",
+    ])
+    assert.include(argsOn({ cores: 4 }), "--v8-pool-size=3")
+    assert.isFalse(argsOn({ cores: 5 }).some((arg) => arg.startsWith("--v8-pool-size")))
+    assert.deepStrictEqual(
+      [1, 2, 3, 4, 5, 16].map((cores) => helperThreadsFor(cores)),
+      [1, 1, 2, 3, undefined, undefined],
+    )
+    // The user's own, in the flags or in NODE_OPTIONS, is kept and not doubled.
+    assert.deepStrictEqual(argsOn({ cores: 2, execArgv: ["--v8-pool-size=3"] }).slice(1, 2), ["--v8-pool-size=3"])
+    assert.lengthOf(
+      argsOn({ cores: 2, execArgv: ["--v8-pool-size=3"] }).filter((arg) => arg.startsWith("--v8-pool-size")),
+      1,
+    )
+    assert.deepStrictEqual(withHelperThreads([], "--max-old-space-size=512 --v8-pool-size=2", 2), [])
+    assert.deepStrictEqual(withHelperThreads([], "--max-old-space-size=512", 2), ["--v8-pool-size=1"])
   })
 
   it("leaves the process alone where the settings are given or cannot matter", () => {

@@ -12,6 +12,7 @@ import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_pr
 import { createHash } from "node:crypto"
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { createRequire, isBuiltin } from "node:module"
+import { availableParallelism } from "node:os"
 import { dirname, join, sep } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
@@ -20,7 +21,7 @@ import { Effect } from "effect"
 import { open } from "lmdb"
 import { PNG } from "pngjs"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
-import { allocatorEnv } from "../../src/runtime/AllocatorEnv.ts"
+import { allocatorEnv, helperThreadsFor } from "../../src/runtime/AllocatorEnv.ts"
 import { schedBatch } from "../../src/runtime/ThreadPolicy.ts"
 import { builtinCatalogue, defaultModelName, fileUrl } from "../../src/search/embedding/ModelCatalogue.ts"
 import { modelDirOf, pullModel } from "../../src/search/embedding/ModelFolder.ts"
@@ -99,6 +100,17 @@ afterAll(async () => {
   await cleanup()
   for (const child of started) child.kill("SIGKILL")
 })
+
+/** The `--v8-pool-size` flags process `pid` was started with. */
+const helperThreadFlags = (pid: number) =>
+  readFileSync(`/proc/${pid}/cmdline`, "utf8")
+    .split("\0")
+    .filter((arg) => arg.startsWith("--v8-pool-size"))
+
+/** What a daemon started by the product is given on this machine (src/runtime/AllocatorEnv.ts). */
+const expectedHelperThreadFlags = ((threads) => (threads === undefined ? [] : [`--v8-pool-size=${threads}`]))(
+  helperThreadsFor(availableParallelism()),
+)
 
 /** What a call answered: its text, parsed as JSON where it is. */
 interface Answer {
@@ -733,7 +745,10 @@ process.stdout.write = (...args) => { process.stderr.write(new Error("probe").st
     const plain = Object.fromEntries(
       Object.entries(productEnv()).filter(([name]) => !(name in allocatorEnv) && name !== "GLIBC_TUNABLES"),
     )
-    /** The environment `serve --stdio` runs with once it answered `initialize`, read from the pid its client started. */
+    /**
+     * The environment `serve --stdio` runs with once it answered `initialize`, read from the pid its
+     * client started, and its `--v8-pool-size` flags.
+     */
     const servedEnvironment = async (env: NodeJS.ProcessEnv) => {
       const child = spawn(
         productNode,
@@ -750,15 +765,21 @@ process.stdout.write = (...args) => { process.stderr.write(new Error("probe").st
       child.stdin.write(initialize)
       await waitFor("the answer to initialize", () => (/"id":1[,}]/.test(stdout) ? true : undefined), 30_000)
       const environment = readFileSync(`/proc/${child.pid}/environ`, "utf8").split("\0")
+      const flags = helperThreadFlags(child.pid!)
       child.stdin.end()
       await exited
-      return environment
+      return Object.assign(environment, { flags })
     }
     const settings = Object.entries(allocatorEnv).map(([name, value]) => `${name}=${value}`)
     const served = await servedEnvironment(plain)
     // Node 22.15+ and 24 have process.execve; Node 20 has not, and keeps glibc's defaults (docs/operations.md).
-    if (hasExecve === "function") for (const setting of settings) assert.include(served, setting)
-    else for (const setting of settings) assert.notInclude(served, setting)
+    if (hasExecve === "function") {
+      for (const setting of settings) assert.include(served, setting)
+      assert.deepStrictEqual(served.flags, expectedHelperThreadFlags)
+    } else {
+      for (const setting of settings) assert.notInclude(served, setting)
+      assert.deepStrictEqual(served.flags, [])
+    }
     const own = await servedEnvironment({ ...plain, MALLOC_TRIM_THRESHOLD_: "131072" })
     assert.include(own, "MALLOC_TRIM_THRESHOLD_=131072")
     assert.notInclude(own, settings[0])
@@ -933,6 +954,8 @@ process.stdout.write = (...args) => { process.stderr.write(new Error("probe").st
     // It runs with glibc's allocator settings (src/runtime/AllocatorEnv.ts), which glibc reads only at start.
     const environment = readFileSync(`/proc/${started.pid}/environ`, "utf8").split("\0")
     for (const [name, value] of Object.entries(allocatorEnv)) assert.include(environment, `${name}=${value}`)
+    // And with V8's helper threads for this machine, which Node sets only at start.
+    assert.deepStrictEqual(helperThreadFlags(started.pid), expectedHelperThreadFlags)
     // The daemon the shim started stops on SIGTERM, and is gone before its directory is removed.
     process.kill(started.pid, "SIGTERM")
     await waitFor(`daemon ${started.pid} to exit`, () => (isAlive(started.pid) ? undefined : true), 15_000)
