@@ -21,7 +21,7 @@ import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
-import { allocatorEnv, withAllocatorEnv } from "../src/runtime/AllocatorEnv.ts"
+import { allocatorEnv, withAllocatorEnv, withHelperThreads } from "../src/runtime/AllocatorEnv.ts"
 import { officialServerPath, repoRoot } from "../test/support/mcpClient.ts"
 import { cpuMsOf, freePort, memoryOf, runNode, waitForPing } from "./ProcessStats.ts"
 import { seededRandom } from "./Random.ts"
@@ -39,6 +39,8 @@ const plainEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) 
   string
 >
 const daemonEnv = plainAllocator ? plainEnv : (withAllocatorEnv(plainEnv) as Record<string, string>)
+/** And its V8 helper threads, as the shim gives them (`withHelperThreads`). */
+const daemonFlags = plainAllocator ? [] : withHelperThreads([], process.env.NODE_OPTIONS)
 const idleSettleMs = 5_000
 /** The window over which idle CPU is measured, after the memory sample. */
 const idleCpuMs = 15_000
@@ -115,7 +117,7 @@ const mappingsOf = (pid: number) => {
 
 const serve = async (dataDir: string, measure: boolean) => {
   const port = await freePort()
-  const child = spawn(process.execPath, [cli, "serve", "--data-dir", dataDir, "--port", String(port)], {
+  const child = spawn(process.execPath, [...daemonFlags, cli, "serve", "--data-dir", dataDir, "--port", String(port)], {
     stdio: ["ignore", "ignore", "inherit"],
     env: daemonEnv,
   })
@@ -230,7 +232,7 @@ console.log(
     .map((v) => v.toFixed(2))
     .join(
       " ",
-    )}; the daemon's allocator: ${plainAllocator ? "glibc's defaults (MNEMOS_BENCH_PLAIN_ALLOCATOR=1)" : "as the shim starts it (src/runtime/AllocatorEnv.ts)"}`,
+    )}; the daemon's allocator: ${plainAllocator ? "glibc's defaults (MNEMOS_BENCH_PLAIN_ALLOCATOR=1)" : `as the shim starts it (src/runtime/AllocatorEnv.ts)${daemonFlags.length > 0 ? `, ${daemonFlags.join(" ")}` : ""}`}`,
 )
 console.log(
   `mnemos idle RSS ${mib(run.memory.rssBytes)} MiB (anonymous ${mib(run.memory.anonRssBytes)}, files ${mib(run.memory.fileRssBytes)}), peak ${mib(run.memory.peakRssBytes)}, warm in ${run.warmMs.toFixed(0)} ms`,
