@@ -6,7 +6,13 @@
  */
 import { createHash } from "node:crypto"
 import type { StoreView } from "../stores/checkpoint/Checkpoint.ts"
-import { entitiesInOrder, relationsInOrder } from "./GraphKeys.ts"
+import {
+  entitiesByName,
+  entitiesInOrder,
+  type GraphEntityRecord,
+  type GraphRelationRecord,
+  relationsByEnds,
+} from "./GraphKeys.ts"
 import { getEntity, officialEntity, officialRelation, relationsTouching } from "./GraphQueries.ts"
 import type { Entity, Relation } from "./Model.ts"
 
@@ -28,26 +34,29 @@ export interface GraphSummary {
   readonly namesTruncated: boolean
 }
 
-/** Counts and the first `namesLimit` names of a project. */
+/**
+ * Counts and the first `namesLimit` names of a project: each kind in one scan (as `entitiesOf`: no
+ * lookup a record), the names from the creation-order index, whose values they are.
+ */
 export const graphSummary = (view: StoreView, project: string, namesLimit: number): GraphSummary => {
   const entityTypes: Record<string, number> = {}
   const relationTypes: Record<string, number> = {}
-  const names: Array<string> = []
   let entityCount = 0
   let relationCount = 0
-  for (const { value } of view.getRange(entitiesInOrder(project))) {
-    const entity = getEntity(view, project, value as string)
-    if (entity === undefined) continue
+  for (const { value } of view.getRange(entitiesByName(project))) {
+    const { entityType } = value as GraphEntityRecord
     entityCount++
-    entityTypes[entity.entityType] = (entityTypes[entity.entityType] ?? 0) + 1
-    if (names.length < namesLimit) names.push(entity.name)
+    entityTypes[entityType] = (entityTypes[entityType] ?? 0) + 1
   }
-  for (const { value } of view.getRange(relationsInOrder(project))) {
-    const relation = view.get(value as string) as { relationType: string } | undefined
-    if (relation === undefined) continue
+  for (const { value } of view.getRange(relationsByEnds(project))) {
+    const { relationType } = value as GraphRelationRecord
     relationCount++
-    relationTypes[relation.relationType] = (relationTypes[relation.relationType] ?? 0) + 1
+    relationTypes[relationType] = (relationTypes[relationType] ?? 0) + 1
   }
+  const names: Array<string> = []
+  if (namesLimit > 0)
+    for (const { value } of view.getRange({ ...entitiesInOrder(project), limit: namesLimit }))
+      names.push(value as string)
   return {
     project,
     entityCount,

@@ -1,7 +1,8 @@
 /**
  * search_nodes through the in-memory read model (GraphSearch) equals a scan of the store after
  * any sequence of graph commands — creates, observations, relations, deletes and merges — because
- * the model re-reads exactly what each committed event touched.
+ * the model re-reads exactly what each committed event touched. And read_graph_summary counts and
+ * names what read_graph holds (each kind read in one scan, the names from the creation order).
  */
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -11,7 +12,8 @@ import fc from "fast-check"
 import { afterAll, describe, expect, it } from "vitest"
 import { Router } from "../../src/actors/Router.ts"
 import * as Engine from "../../src/Engine.ts"
-import { searchNodesByScan } from "../../src/graph/GraphQueries.ts"
+import { readGraph, searchNodesByScan } from "../../src/graph/GraphQueries.ts"
+import { graphSummary } from "../../src/graph/GraphReads.ts"
 import { GraphSearch, type GraphSearchOptions } from "../../src/graph/GraphSearch.ts"
 import { type GraphCommand, graphStore } from "../../src/graph/GraphStore.ts"
 
@@ -173,6 +175,42 @@ describe("the graph read model", () => {
           ],
         ],
       },
+    )
+  })
+})
+
+describe("read_graph_summary", () => {
+  it("counts and names what read_graph holds, in its order, after any command sequence", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(command, { minLength: 1, maxLength: 25 }),
+        fc.integer({ min: 0, max: 7 }),
+        (commands, namesLimit) =>
+          onEngine(
+            Effect.gen(function* () {
+              const store = (yield* Router).store(graphStore)
+              for (const next of commands) yield* Effect.exit(store.send(next))
+              const [summary, graph] = yield* store.read(
+                (view) => [graphSummary(view, project, namesLimit), readGraph(view, project)] as const,
+              )
+              const tally = (kinds: ReadonlyArray<string>) => {
+                const counts: Record<string, number> = {}
+                for (const kind of kinds) counts[kind] = (counts[kind] ?? 0) + 1
+                return counts
+              }
+              expect(summary).toEqual({
+                project,
+                entityCount: graph.entities.length,
+                relationCount: graph.relations.length,
+                entityTypes: tally(graph.entities.map((entity) => entity.entityType)),
+                relationTypes: tally(graph.relations.map((relation) => relation.relationType)),
+                names: graph.entities.slice(0, namesLimit).map((entity) => entity.name),
+                namesTruncated: graph.entities.length > namesLimit,
+              })
+            }),
+          ),
+      ),
+      { numRuns: 40 },
     )
   })
 })
