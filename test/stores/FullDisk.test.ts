@@ -166,6 +166,67 @@ describe("a full disk under the daemon", () => {
     await daemon.stop()
   })
 
+  it("eight writers at once: writes are refused only once not one batch has room in LMDB, and resume once space returns", async () => {
+    // Batches of eight writes of 180 kB wait for LMDB together, up to 16 MiB of them (StoreActor.ts):
+    // a transaction of them all can need more room than the disk has, or gets back, while each
+    // batch alone fits. The store must commit what fits (CommitQueue.ts), not refuse every write.
+    const { freeFlag, daemon, client } = await startOnSmallDisks("mnemos-full-disk-together-", { mounts: ["stores"] })
+    const observation = (name: string, part: string) => `${part}${name}`.padEnd(observationBytes, "x")
+    const acknowledged: Array<string> = []
+    let refusal: string | undefined
+    for (let round = 0; round < 100 && refusal === undefined; round++) {
+      const names = Array.from({ length: 8 }, (_, index) => `together-${round}-${index}`)
+      const results = await Promise.all(
+        names.map((name) =>
+          callTool(
+            client,
+            "create_entities",
+            {
+              entities: [
+                { name, entityType: "filler", observations: ["a", "b", "c"].map((part) => observation(name, part)) },
+              ],
+            },
+            30_000,
+          ),
+        ),
+      )
+      results.forEach((result, index) => {
+        if (result.isError) refusal = result.text
+        else acknowledged.push(names[index]!)
+      })
+    }
+    assert.isDefined(refusal, `${acknowledged.length} writes of 180 kB fit on a ${storesTmpfsBytes >> 20} MiB disk`)
+    assert.include(refusal!, "is full")
+    // A refusal of LMDB's names the transaction it had no room for: one batch's (8 x 180 kB), not all
+    // that waited.
+    const need = /LMDB's next transaction may need ([\d.]+) MiB/.exec(refusal!)
+    if (need !== null) assert.isBelow(Number(need[1]), 3, refusal)
+
+    writeFileSync(freeFlag, "")
+    let lastRefusal = ""
+    await waitFor(
+      "a write after the ballast is gone",
+      async () => {
+        const result = await callTool(client, "create_entities", {
+          entities: [{ name: "after-space-returned", entityType: "t", observations: ["small"] }],
+        })
+        if (result.isError) lastRefusal = result.text
+        return result.isError ? undefined : result
+      },
+      30_000,
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}; the last refusal: ${lastRefusal}`)
+    })
+    const read = await callTool(client, "open_nodes", { names: [...acknowledged, "after-space-returned"] })
+    assert.deepStrictEqual(
+      (read.structured as { entities: ReadonlyArray<{ name: string }> }).entities.map((entity) => entity.name),
+      [...acknowledged, "after-space-returned"],
+    )
+    assert.strictEqual((await graphHealth(daemon)).state, "running")
+    assertLmdbNeverMetTheFullDisk(daemon)
+    await daemon.stop()
+  })
+
   it("with the search index on a full disk too, bulk writes of 30,000-character observations are refused, never crash the daemon, and resume", async () => {
     const { freeFlag, daemon, client } = await startOnSmallDisks("mnemos-full-disk-bulk-", {
       mounts: ["stores", "search"],

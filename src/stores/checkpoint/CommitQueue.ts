@@ -25,6 +25,13 @@
  * written, its changes stay queued (and readable through the pending layer), `diskFull` says so, and
  * the commit is retried every `diskFullRetryMs` until it succeeds. Meanwhile the actor refuses new
  * writes (the log still holds every acknowledged one) and `drain` does not wait for the disk.
+ *
+ * A refused commit of several batches is tried again at once with the first half of them, and so on
+ * down to one batch: a second's writes (up to `limits.bytesMax`, 16 MiB) can need more room than a
+ * disk just freed has, while each batch alone fits. Without it the store stayed refused with 16.1 MiB
+ * free for a commit that might need 12.4 and 4 in reserve, its log unable to shrink before LMDB took
+ * its records (test/stores/FullDisk.test.ts, on a fast machine). A commit of the first batches
+ * records the last one's sequence as applied, so LMDB's applied sequence still matches its data.
  */
 import { type Change, type Checkpoint, DiskFullError, encodedValue } from "./Checkpoint.ts"
 import type { ChangeSet, PendingView } from "./PendingView.ts"
@@ -65,13 +72,28 @@ const lastOfEachKey = (
   return { changes: kept.map((index) => changes[index]!), encoded: kept.map((index) => encoded[index]) }
 }
 
+/** A batch whose changes wait in the queue: what a commit ending with it records. */
+interface QueuedBatch {
+  /** How many of `queued`'s changes are its own (they follow the batches before it). */
+  readonly changes: number
+  /** Its bytes of WAL payload. */
+  readonly bytes: number
+  /** The WAL sequence it ends at. */
+  readonly seq: number
+  /** The shared log's position of it or the last batch before it that had one. */
+  readonly position: number | undefined
+  /** Its number among the batches handed to the pending layer (`enqueued`). */
+  readonly through: number
+}
+
 export class CommitQueue {
   private queued: Array<Change> = []
   /** `encodedValue` of each of the first `encoded.length` changes of `queued`. */
   private encoded: Array<Buffer | undefined> = []
+  /** The batches `queued` holds, in order. */
+  private batches: Array<QueuedBatch> = []
   private encoding: ReturnType<typeof setImmediate> | undefined
   private queuedBytes = 0
-  private queuedSeq = 0
   private queuedPosition: number | undefined = undefined
   /**
    * Batches handed to the pending layer so far. It evicts by this count, not by WAL sequence: two
@@ -85,7 +107,7 @@ export class CommitQueue {
   private idleWaiters: Array<() => void> = []
   /** The error of a failed LMDB commit, if any. */
   failure: unknown = undefined
-  /** Set while the last commit failed for want of disk space (it is being retried). */
+  /** Set while not even the first waiting batch's commit has room on the disk (it is being retried). */
   diskFull: DiskFullError | undefined = undefined
 
   constructor(
@@ -106,8 +128,8 @@ export class CommitQueue {
     if (this.queued.length === 0) this.queued = list.slice()
     else for (const change of list) this.queued.push(change)
     this.queuedBytes += bytes
-    this.queuedSeq = seq
     if (position !== undefined) this.queuedPosition = position
+    this.batches.push({ changes: list.length, bytes, seq, position: this.queuedPosition, through: this.enqueued })
     this.encoding ??= setImmediate(() => {
       this.encoding = undefined
       this.encodeQueued()
@@ -162,37 +184,50 @@ export class CommitQueue {
     this.timer.unref()
   }
 
-  private commitNow(): void {
+  /** Commits the first `batchCount` queued batches (all of them unless a refused commit split them). */
+  private commitNow(batchCount = this.batches.length): void {
     if (this.queued.length === 0 || this.failure !== undefined) {
       this.wakeIdle()
       return
     }
     this.encodeQueued()
-    const { changes, encoded } = lastOfEachKey(this.queued, this.encoded)
-    const bytes = this.queuedBytes
-    const seq = this.queuedSeq
-    const position = this.queuedPosition
-    const through = this.enqueued
-    this.queued = []
-    this.encoded = []
-    this.queuedBytes = 0
-    this.inFlight = this.checkpoint.commit(changes, seq, this.salt(), position, encoded).then(
+    const all = batchCount >= this.batches.length
+    const batches = all ? this.batches : this.batches.slice(0, batchCount)
+    let end = 0
+    let bytes = 0
+    for (const batch of batches) {
+      end += batch.changes
+      bytes += batch.bytes
+    }
+    const taken = all ? this.queued : this.queued.slice(0, end)
+    const takenEncoded = all ? this.encoded : this.encoded.slice(0, end)
+    const { changes, encoded } = lastOfEachKey(taken, takenEncoded)
+    const last = batches[batches.length - 1]!
+    this.queued = all ? [] : this.queued.slice(end)
+    this.encoded = all ? [] : this.encoded.slice(end)
+    this.batches = all ? [] : this.batches.slice(batchCount)
+    this.queuedBytes -= bytes
+    this.inFlight = this.checkpoint.commit(changes, last.seq, this.salt(), last.position, encoded).then(
       () => {
         this.inFlight = undefined
         this.diskFull = undefined
-        this.view.evictThrough(through)
-        if (this.idleWaiters.length > 0 || this.isFull()) this.commitNow()
+        this.view.evictThrough(last.through)
+        // The rest of a split commit has waited for the disk: it goes next.
+        if (!all || this.idleWaiters.length > 0 || this.isFull()) this.commitNow()
         else this.schedule()
         if (this.isIdle()) this.wakeIdle()
       },
       (failure: unknown) => {
         this.inFlight = undefined
         if (failure instanceof DiskFullError) {
-          // Nothing was written: the changes go back in front of what came since, to be retried.
-          this.diskFull = failure
-          this.queued = changes.concat(this.queued)
-          this.encoded = encoded.concat(this.encoded)
+          // Nothing was written: the batches go back in front of what came since, to be retried,
+          // the first half of them at once. Writes are refused only once not one batch fits.
+          this.queued = taken.concat(this.queued)
+          this.encoded = takenEncoded.concat(this.encoded)
+          this.batches = batches.concat(this.batches)
           this.queuedBytes += bytes
+          if (batches.length > 1) return this.commitNow(batches.length >> 1)
+          this.diskFull = failure
           this.schedule()
         } else this.failure = failure
         this.wakeIdle()
