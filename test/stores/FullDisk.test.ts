@@ -9,6 +9,7 @@
 import { existsSync, mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, assert, describe, it } from "@effect/vitest"
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import type { StoreHealth } from "../../src/actors/StoreActor.ts"
 import {
   apiGet,
@@ -81,6 +82,28 @@ const graphHealth = async (daemon: DaemonProcess): Promise<StoreHealth> => {
 }
 
 /**
+ * Removes the ballast, then writes "after-space-returned" until a write is taken (at most 30 s):
+ * writes resume without a restart by hand. The last refusal is said when none is taken.
+ */
+const freeAndWriteAgain = async (client: Client, freeFlag: string) => {
+  writeFileSync(freeFlag, "")
+  let lastRefusal = ""
+  return waitFor(
+    "a write after the ballast is gone",
+    async () => {
+      const result = await callTool(client, "create_entities", {
+        entities: [{ name: "after-space-returned", entityType: "t", observations: ["small"] }],
+      })
+      if (result.isError) lastRefusal = result.text
+      return result.isError ? undefined : result
+    },
+    30_000,
+  ).catch((error: Error) => {
+    throw new Error(`${error.message}; the last refusal: ${lastRefusal}`)
+  })
+}
+
+/**
  * LMDB never started a write the disk had no room for (src/stores/checkpoint/LmdbRoom.ts): its
  * failed page writes print "Write error" and corrupt lmdb-js's heap, which ends the daemon later.
  */
@@ -143,21 +166,7 @@ describe("a full disk under the daemon", () => {
     assert.include(health.output, "disk full")
 
     // Space returns: writes resume without a restart by hand.
-    writeFileSync(freeFlag, "")
-    let lastRefusal = ""
-    const resumed = await waitFor(
-      "a write after the ballast is gone",
-      async () => {
-        const result = await callTool(client, "create_entities", {
-          entities: [{ name: "after-space-returned", entityType: "t", observations: ["small"] }],
-        })
-        if (result.isError) lastRefusal = result.text
-        return result.isError ? undefined : result
-      },
-      30_000,
-    ).catch((error: Error) => {
-      throw new Error(`${error.message}; the last refusal: ${lastRefusal}`)
-    })
+    const resumed = await freeAndWriteAgain(client, freeFlag)
     assert.isFalse(resumed.isError)
     assert.strictEqual((await graphHealth(daemon)).state, "running")
     assert.isTrue(existsSync(freeFlag))
@@ -202,21 +211,7 @@ describe("a full disk under the daemon", () => {
     const need = /LMDB's next transaction may need ([\d.]+) MiB/.exec(refusal!)
     if (need !== null) assert.isBelow(Number(need[1]), 3, refusal)
 
-    writeFileSync(freeFlag, "")
-    let lastRefusal = ""
-    await waitFor(
-      "a write after the ballast is gone",
-      async () => {
-        const result = await callTool(client, "create_entities", {
-          entities: [{ name: "after-space-returned", entityType: "t", observations: ["small"] }],
-        })
-        if (result.isError) lastRefusal = result.text
-        return result.isError ? undefined : result
-      },
-      30_000,
-    ).catch((error: Error) => {
-      throw new Error(`${error.message}; the last refusal: ${lastRefusal}`)
-    })
+    await freeAndWriteAgain(client, freeFlag)
     const read = await callTool(client, "open_nodes", { names: [...acknowledged, "after-space-returned"] })
     assert.deepStrictEqual(
       (read.structured as { entities: ReadonlyArray<{ name: string }> }).entities.map((entity) => entity.name),
