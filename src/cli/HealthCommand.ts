@@ -61,6 +61,9 @@ const describeStore = (store: StoreHealth): string => {
   if (store.wal !== undefined) parts.push(`log ${store.wal.segments} segment(s), ${store.wal.bytes} bytes`)
   if (store.recovery?.tornTail !== undefined)
     parts.push(`torn tail cut at start (${store.recovery.tornTail.bytesCut} bytes)`)
+  // Absent from a daemon of an earlier version.
+  const released = store.mappedPagesReleased ?? 0
+  if (released > 0) parts.push(`file pages let go ${released} time(s) once idle`)
   if (store.lastError !== undefined) parts.push(`last error: ${store.lastError}`)
   return parts.join(", ")
 }

@@ -10,7 +10,7 @@ import { healthCommand } from "../../src/cli/HealthCommand.ts"
 import { statusCommand } from "../../src/cli/McpInstallCommands.ts"
 import { repairCommand } from "../../src/cli/RepairCommand.ts"
 import { exportCommand } from "../../src/cli/TransferCommands.ts"
-import { cleanup, startDaemon } from "../transports/harness.ts"
+import { apiGet, authHeaders, callTool, cleanup, connectClient, startDaemon, waitFor } from "../transports/harness.ts"
 import { corruptGraphLog, removeTempDirs, runCommand, tempDir } from "./support.ts"
 
 afterAll(async () => {
@@ -64,6 +64,41 @@ describe("with a daemon running", () => {
     assert.isFalse(archive.ok)
     assert.include(archive.error?.message ?? "", `in use by mnemos process ${daemon.pid}`)
 
+    await daemon.stop()
+  }, 120_000)
+
+  it("health says how often a store let go of its file's pages once it idled after a large read", async () => {
+    const daemon = await startDaemon()
+    const client = await connectClient("ws", daemon.url, { headers: authHeaders(daemon.dataDir) })
+    for (let call = 0; call < 30; call++) {
+      const entities = Array.from({ length: 100 }, (_, index) => ({
+        name: `entity-${call}-${index}`,
+        entityType: "thing",
+        observations: ["an observation"],
+      }))
+      assert.isFalse((await callTool(client, "create_entities", { entities })).isError)
+    }
+    // Two reads of 3,000 entities walk more entries than a release waits for (StoreActor.ts).
+    for (let read = 0; read < 2; read++) assert.isFalse((await callTool(client, "read_graph", {})).isError)
+    // Asked less often than the store's idle second: `/api/stats` reads the graph store's counters.
+    await waitFor(
+      "the graph store to let go of its pages",
+      async () => {
+        const stats = await apiGet<{ stores: ReadonlyArray<{ name: string; mappedPagesReleased: number }> }>(
+          daemon,
+          "/api/stats",
+        )
+        return (stats.stores.find((store) => store.name === "graph")?.mappedPagesReleased ?? 0) > 0 || undefined
+      },
+      30_000,
+      1_500,
+    )
+    const health = await runCommand(healthCommand, ["--data-dir", daemon.dataDir])
+    assert.isTrue(health.ok, `${health.stderr} ${health.error?.message}`)
+    assert.match(health.stdout, /graph\s+running\s.*file pages let go [1-9]\d* time\(s\) once idle/)
+    // A store that read little keeps its pages, and says nothing of it.
+    assert.notMatch(health.stdout, /adrs\s+running\s.*file pages let go/)
+    await client.close()
     await daemon.stop()
   }, 120_000)
 
