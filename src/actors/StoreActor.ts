@@ -82,9 +82,11 @@ export interface StoreOptions extends KernelOptions {
   readonly batchSplit: BatchSplit
   /**
    * The checkpoint file's pages mapped by reads and commits are let go (the environment reopened,
-   * Checkpoint.ts `releaseMappedPages`) once the store has had no read or write for this long…
+   * Checkpoint.ts `releaseMappedPages`) once the store has been quiet for this long…
    */
   readonly releaseMappedPagesIdleMs: number
+  /** …walking fewer entries than this meanwhile (small reads, as of `/api/stats`' counters, are quiet)… */
+  readonly releaseMappedPagesQuietEntriesMax: number
   /** …and reads and commits walked at least this many entries since it was last reopened. */
   readonly releaseMappedPagesEntriesMin: number
   /** Test seam: runs after each step of a compaction (a crash test cuts the power there). */
@@ -121,6 +123,9 @@ export const defaultStoreOptions: Omit<StoreOptions, "dir"> = {
   // file's pages let go once the store idles"). 4,096 entries walked map at most about 16 MiB (a
   // leaf page each); a store that touched fewer keeps them until it next reopens.
   releaseMappedPagesIdleMs: 1_000,
+  // A client polling `/api/stats` (the graph's counters, a few entries) more often than once a
+  // second kept a graph store read whole mapped for as long as it polled.
+  releaseMappedPagesQuietEntriesMax: 64,
   releaseMappedPagesEntriesMin: 4_096,
 }
 
@@ -316,27 +321,25 @@ export const makeStore = <Command, Event, Reply, Failure>(
     })
 
     /**
-     * The checkpoint's mapped pages are let go once the store idles: a read or a batch arms a timer
-     * (none runs while the store idles), and a timer that finds no read or batch since it was armed,
-     * with enough entries walked since the last release, asks the actor to release them between
-     * batches (`release-pages`).
+     * The checkpoint's mapped pages are let go once the store is quiet: a read or a batch arms a
+     * timer (none runs while the store idles), and a timer that finds fewer entries walked since it
+     * was armed than `releaseMappedPagesQuietEntriesMax`, with enough walked since the last release,
+     * asks the actor to release them between batches (`release-pages`). A busier window arms it again.
      */
-    let activeSinceArmed = false
+    let touchedWhenArmed = 0
     let idleTimer: ReturnType<typeof setTimeout> | undefined
     let releasePoked = false
     const onIdleTimer = () => {
       idleTimer = undefined
-      if (activeSinceArmed) {
+      const incarnation = current
+      if (incarnation === undefined) return
+      const touched = incarnation.checkpoint.entriesTouched()
+      // A release since the timer was armed counts from zero again.
+      if (touched - Math.min(touchedWhenArmed, touched) >= options.releaseMappedPagesQuietEntriesMax) {
         armIdleTimer()
         return
       }
-      const incarnation = current
-      if (
-        releasePoked ||
-        incarnation === undefined ||
-        incarnation.checkpoint.entriesTouched() < options.releaseMappedPagesEntriesMin
-      )
-        return
+      if (releasePoked || touched < options.releaseMappedPagesEntriesMin) return
       const control: Control = {
         _tag: "Control",
         name: "release-pages",
@@ -345,13 +348,12 @@ export const makeStore = <Command, Event, Reply, Failure>(
       releasePoked = mailbox.offerUnsafe(control)
     }
     const armIdleTimer = () => {
-      activeSinceArmed = false
+      touchedWhenArmed = current?.checkpoint.entriesTouched() ?? 0
       idleTimer = setTimeout(onIdleTimer, options.releaseMappedPagesIdleMs)
       idleTimer.unref()
     }
     const noteActivity = () => {
       if (idleTimer === undefined) armIdleTimer()
-      else activeSinceArmed = true
     }
 
     /**
@@ -724,8 +726,10 @@ export const makeStore = <Command, Event, Reply, Failure>(
               "Unavailable",
               `the store is ${state === "starting" ? "still opening" : "reopening"}${lastError !== undefined ? ` after: ${lastError}` : ""}; reads resume once it is open (waited ${options.readWaitMsMax / 1000} s)`,
             )
+        const answer = query(current.view)
+        // After the query: the quiet window the release waits for starts past what it walked.
         noteActivity()
-        return query(current.view)
+        return answer
       })
 
     const health = (): StoreHealth => ({

@@ -754,6 +754,31 @@ describe("StoreActor lets go of its LMDB file's mapped pages once it idles", () 
     }).pipe(Effect.provide(storeLayer)),
   )
 
+  it.live("small reads more often than the idle time do not keep a store read whole mapped", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const store = yield* makeStore(
+        kvStore(),
+        optionsFor(dir, { releaseMappedPagesIdleMs: 50, lmdbCommitIntervalMs: 5 }),
+      )
+      for (let start = 0; start < 6_000; start += 500)
+        yield* Effect.forEach(range(start, start + 499), (i) => store.send(put(`k${i}`, "x".repeat(400))), {
+          concurrency: "unbounded",
+        })
+      yield* waitUntil("the writes committed", () => store.health().appliedSeq === 6_000)
+      const released = store.health().mappedPagesReleased
+      assert.strictEqual(Object.keys(yield* store.read(readAll)).length, 6_000)
+      // One key read every 10 ms, as a dashboard polling `/api/stats` reads the graph's counters.
+      const poll = Effect.forever(
+        Effect.andThen(
+          store.read((view) => view.get("kv:k1")),
+          Effect.sleep("10 millis"),
+        ),
+      )
+      yield* Effect.raceFirst(waitUntilReleased(store, released + 1), poll)
+    }).pipe(Effect.provide(storeLayer)),
+  )
+
   it.live("reads and writes racing the releases are all answered and lose nothing, before and after a reopen", () =>
     Effect.gen(function* () {
       const dir = yield* tempDir
