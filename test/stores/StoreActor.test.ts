@@ -707,20 +707,29 @@ const waitUntilReleased = (store: { readonly health: () => { readonly mappedPage
     }),
   )
 
+/**
+ * A store holding `keys` keys of 400 bytes, all committed to LMDB, that lets go of its file's pages
+ * once it has been quiet for 50 ms.
+ */
+const storeOfKeys = (dir: string, keys: number) =>
+  Effect.gen(function* () {
+    const store = yield* makeStore(
+      kvStore(),
+      optionsFor(dir, { releaseMappedPagesIdleMs: 50, lmdbCommitIntervalMs: 5 }),
+    )
+    for (let start = 0; start < keys; start += 500)
+      yield* Effect.forEach(range(start, start + 499), (i) => store.send(put(`k${i}`, "x".repeat(400))), {
+        concurrency: "unbounded",
+      })
+    yield* waitUntil("the writes committed", () => store.health().appliedSeq === keys)
+    return store
+  })
+
 describe("StoreActor lets go of its LMDB file's mapped pages once it idles", () => {
   it.live("a read of the whole store maps its file; once the store idles, its pages leave the resident set", () =>
     Effect.gen(function* () {
       const dir = yield* tempDir
-      const store = yield* makeStore(
-        kvStore(),
-        optionsFor(dir, { releaseMappedPagesIdleMs: 50, lmdbCommitIntervalMs: 5 }),
-      )
-      const value = "x".repeat(400)
-      for (let start = 0; start < 20_000; start += 500)
-        yield* Effect.forEach(range(start, start + 499), (i) => store.send(put(`k${i}`, value)), {
-          concurrency: "unbounded",
-        })
-      yield* waitUntil("the writes committed", () => store.health().appliedSeq === 20_000)
+      const store = yield* storeOfKeys(dir, 20_000)
       const file = join(dir, "lmdb", "data.mdb")
       const released = store.health().mappedPagesReleased
       // Writing it mapped pages too (and may have let go of them already): a read of every key maps
@@ -756,16 +765,7 @@ describe("StoreActor lets go of its LMDB file's mapped pages once it idles", () 
 
   it.live("small reads more often than the idle time do not keep a store read whole mapped", () =>
     Effect.gen(function* () {
-      const dir = yield* tempDir
-      const store = yield* makeStore(
-        kvStore(),
-        optionsFor(dir, { releaseMappedPagesIdleMs: 50, lmdbCommitIntervalMs: 5 }),
-      )
-      for (let start = 0; start < 6_000; start += 500)
-        yield* Effect.forEach(range(start, start + 499), (i) => store.send(put(`k${i}`, "x".repeat(400))), {
-          concurrency: "unbounded",
-        })
-      yield* waitUntil("the writes committed", () => store.health().appliedSeq === 6_000)
+      const store = yield* storeOfKeys(yield* tempDir, 6_000)
       const released = store.health().mappedPagesReleased
       assert.strictEqual(Object.keys(yield* store.read(readAll)).length, 6_000)
       // One key read every 10 ms, as a dashboard polling `/api/stats` reads the graph's counters.
