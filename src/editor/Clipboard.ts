@@ -15,7 +15,7 @@ import { execFile, spawn } from "node:child_process"
 import { accessSync, constants } from "node:fs"
 import { delimiter, join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
-import { Context, Effect, Schema } from "effect"
+import { Context, Effect, Option, Schema } from "effect"
 
 /** Largest clipboard content read or written. */
 export const clipboardBytesMax = 1024 * 1024
@@ -91,6 +91,12 @@ export interface ClipboardBackend {
   /** Reads and writes content of a MIME type as bytes (Linux). */
   readonly readType?: (mimeType: string) => Command
   readonly writeType?: (mimeType: string) => Command
+  /**
+   * The tool exits before the content it wrote is served (`untilServed`): xclip's parent exits once
+   * it has forked the child that serves it, and the child takes the selection only when it first
+   * sends its buffered requests to the X server.
+   */
+  readonly servesAfterExit?: true
 }
 
 /** X11 targets that carry plain text. */
@@ -131,6 +137,7 @@ const xclip: ClipboardBackend = {
   types: xclipTargets,
   readType: (mimeType) => ({ command: "xclip", args: ["-selection", "clipboard", "-o", "-t", mimeType] }),
   writeType: (mimeType) => ({ command: "xclip", args: ["-selection", "clipboard", "-i", "-t", mimeType] }),
+  servesAfterExit: true,
 }
 
 const macos: ClipboardBackend = {
@@ -326,6 +333,30 @@ const runWrite = (host: ClipboardHostInfo, { command, args }: Command, input: st
     })
   })
 
+/** How long a write waits for what it wrote to be served (`ClipboardBackend.servesAfterExit`). */
+const servedWithinMs = 1_000
+
+/**
+ * Waits until `read` gives back `written`, at most `servedWithinMs`: a read right after a write
+ * could otherwise still reach the previous owner of the clipboard (the clipboard test, under a
+ * loaded machine, read the previous text's targets after writing HTML). Past the bound the write
+ * stands: another program (a clipboard manager) may have taken the clipboard since.
+ */
+const untilServed = (host: ClipboardHostInfo, read: Command, written: string | Buffer) =>
+  Effect.gen(function* () {
+    const deadline = Date.now() + servedWithinMs
+    while (Date.now() < deadline) {
+      const served =
+        typeof written === "string"
+          ? (yield* Effect.option(runRead(host, read, "text"))).pipe(Option.exists((got) => got === written))
+          : (yield* Effect.option(
+              runRead(host, read, "image", { encoding: "buffer", bytesMax: written.length + 1 }),
+            )).pipe(Option.exists((got) => got.equals(written)))
+      if (served) return
+      yield* Effect.sleep("10 millis")
+    }
+  })
+
 /** Puts `content` on the clipboard as `format`. */
 export const writeClipboard = (
   format: ClipboardFormat,
@@ -342,6 +373,7 @@ export const writeClipboard = (
     if (format === "files" && backend.name === "pbcopy") return yield* noFileLists
     const { command, args, input } = backend.write(format, content)
     yield* runWrite(host, { command, args }, input)
+    if (backend.servesAfterExit) yield* untilServed(host, backend.read(format), input)
     return { bytes, tool: command }
   })
 
@@ -386,5 +418,7 @@ export const writeClipboardImage = (
     if (backend.writeType === undefined) return yield* noImages
     const write = backend.writeType(mimeType)
     yield* runWrite(host, write, bytes)
+    if (backend.servesAfterExit && backend.readType !== undefined)
+      yield* untilServed(host, backend.readType(mimeType), bytes)
     return { bytes: bytes.length, tool: write.command }
   })

@@ -4,6 +4,8 @@
  * install, when there is no clipboard tool or no graphical session.
  */
 import type { ChildProcess } from "node:child_process"
+import { writeFileSync } from "node:fs"
+import { join } from "node:path"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import jpeg from "jpeg-js"
@@ -313,6 +315,45 @@ describe.skipIf(lacks("Xvfb") || lacks("xclip"))("clipboard images under Xvfb wi
       }),
     ),
   )
+})
+
+/**
+ * An `xclip` that behaves as the real one does at its worst: it exits once it has read what to
+ * write, and what it wrote is served only 300 ms later (xclip's forked child takes the selection
+ * when it first flushes its requests to the X server, which a loaded machine can delay).
+ */
+const lateXclip = `#!/bin/sh
+mode=o; type=UTF8_STRING
+while [ $# -gt 0 ]; do case "$1" in -i) mode=i ;; -o) mode=o ;; -t) shift; type="$1" ;; esac; shift; done
+if [ "$mode" = i ]; then
+  cat > "$CLIP_DIR/incoming"
+  ( sleep 0.3; echo "$type" > "$CLIP_DIR/type"; mv "$CLIP_DIR/incoming" "$CLIP_DIR/content" ) > /dev/null 2>&1 &
+  exit 0
+fi
+if [ "$type" = TARGETS ]; then echo TARGETS; cat "$CLIP_DIR/type"; exit 0; fi
+cat "$CLIP_DIR/content"
+`
+
+describe("clipboard through a tool that exits before what it wrote is served", () => {
+  it.live("a write is done once what it wrote is served: a read right after gets it, not the content before", () => {
+    const dir = tempDir("mnemos-late-xclip-")
+    writeFileSync(join(dir, "xclip"), lateXclip, { mode: 0o755 })
+    writeFileSync(join(dir, "content"), "before")
+    writeFileSync(join(dir, "type"), "UTF8_STRING\n")
+    const host = {
+      env: { PATH: `${dir}:${process.env.PATH}`, DISPLAY: ":late", CLIP_DIR: dir },
+      platform: "linux" as const,
+    }
+    return on(host)(
+      Effect.gen(function* () {
+        yield* callTool("clipboard_write", { content: "<p>after</p>", format: "html" })
+        const read = yield* callTool("clipboard_read", { format: "html" })
+        assert.strictEqual(read.structured.content, "<p>after</p>")
+        yield* callTool("clipboard_write", { content: "plain after" })
+        assert.strictEqual((yield* callTool("clipboard_read", {})).structured.content, "plain after")
+      }),
+    )
+  })
 })
 
 describe("clipboard without a clipboard tool", () => {
