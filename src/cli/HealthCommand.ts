@@ -86,7 +86,8 @@ const describeSearchIndex = (search: SearchHealth, mainThread: ThreadMemory | un
   ]
   const parts = [
     `search index: ${search.state}, ${where}`,
-    `${search.index.documents} document(s), ${search.index.vectors} vector(s) (${mib(search.index.vectorBytes)})`,
+    // A daemon of an earlier version does not report the full-text index's bytes.
+    `${search.index.documents} document(s)${search.index.termBytes === undefined ? "" : ` (full text ${mib(search.index.termBytes)})`}, ${search.index.vectors} vector(s) (${mib(search.index.vectorBytes)})`,
   ]
   if (search.pendingEmbeddings > 0) parts.push(`${search.pendingEmbeddings} waiting for the model`)
   if (search.lagEvents > 0) parts.push(`${search.lagEvents} event(s) behind`)

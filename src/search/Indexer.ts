@@ -184,6 +184,7 @@ const idleStats: CoreStats = {
     annReady: false,
     annBacklog: 0,
     vectorBytes: 0,
+    termBytes: 0,
   },
   storageBytes: 0,
   seqs: {},

@@ -108,6 +108,32 @@ const queryArbitrary = fc.record({
 })
 
 describe("SearchIndex", () => {
+  it("holds the full text in memory in proportion to the documents' terms, and its stats say how much", () => {
+    const index = new SearchIndex()
+    const bytesOf = (documents: number) => {
+      const batch = Array.from({ length: documents }, (_, n) => ({
+        id: `d${n}`,
+        store: "s",
+        project: "p",
+        kind: "note",
+        title: `title ${n % 97}`,
+        // About ten terms, one repeated (stemming joins a few).
+        text: Array.from({ length: 10 }, (_, i) => words[(n * 7 + i * 3) % words.length]).join(" ") + " again again",
+        at: now + n,
+      }))
+      index.replaceGroup("s", "g", batch)
+      return index.stats().termBytes
+    }
+    const empty = index.stats().termBytes
+    assert.isAbove(empty, 0)
+    const documents = 20_000
+    const held = bytesOf(documents) - empty
+    // 195 bytes a document when written (each one's frequencies and postings, four bytes a number,
+    // and its start, in arrays grown by half or doubled): up to three times that is capacity.
+    assert.isAbove(held, documents * 100)
+    assert.isBelow(held, documents * 600, `${(held / documents).toFixed(0)} bytes a document`)
+  })
+
   it("search equals a brute-force scan after random creates, updates and deletes", () => {
     fc.assert(
       fc.property(

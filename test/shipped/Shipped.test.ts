@@ -440,7 +440,7 @@ describe(`the installed product on Node ${productNodeVersion}`, () => {
     assert.strictEqual(health.code, 0, health.stderr)
     assert.match(
       health.stdout,
-      /search index: (cold|warming|warm), (on the main thread|on a worker thread|not started), \d+ document\(s\), \d+ vector\(s\)/,
+      /search index: (cold|warming|warm), (on the main thread|on a worker thread|not started), \d+ document\(s\) \(full text \d+\.\d MiB\), \d+ vector\(s\)/,
     )
     assert.match(health.stdout, /main thread's heap \d+\.\d MiB used of \d+\.\d MiB/)
   })
@@ -513,7 +513,7 @@ describe(`the installed product on Node ${productNodeVersion}`, () => {
     const first = await startDaemon({ cli: { node: productNode, file: product.cli } })
     const { dataDir } = first
     const indexed = async (documents: number) => {
-      const pattern = new RegExp(`search index: warm, [^,]+, ${documents} document\\(s\\), ${documents} vector\\(s\\)`)
+      const pattern = new RegExp(`search index: warm, [^,]+, ${documents} document\\(s\\) \\(full text [\\d.]+ MiB\\), ${documents} vector\\(s\\)`)
       await waitFor(
         `the index warm with ${documents} vectors`,
         async () => pattern.test((await runProduct(["health", "--data-dir", dataDir])).stdout) || undefined,

@@ -11,6 +11,7 @@
  */
 import { parentPort, workerData } from "node:worker_threads"
 import { runThisThreadInBatch } from "../../runtime/ThreadPolicy.ts"
+import { sharesItsBuffer } from "../index/ArraySlices.ts"
 import { type EncoderConfig, loadEncoder } from "./EncoderLoader.ts"
 import { buildStaticModel } from "./StaticModelBuild.ts"
 
@@ -58,7 +59,11 @@ if (port !== null && "build" in data) {
         )
         run.then(
           (vectors) => {
-            const out = vectors.map((vector) => vector ?? null)
+            // Each vector's buffer is moved, not copied: a slice of a shared chunk (the static
+            // model's, ArraySlices.ts) is copied out first, so that moving it takes only its bytes.
+            const out = vectors.map((vector) =>
+              vector === undefined ? null : sharesItsBuffer(vector) ? vector.slice() : vector,
+            )
             port.postMessage(
               { id: request.id, vectors: out } satisfies WorkerReply,
               out.flatMap((v) => (v ? [v.buffer as ArrayBuffer] : [])),

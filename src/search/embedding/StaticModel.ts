@@ -12,6 +12,7 @@
  */
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
+import { arraySlices } from "../index/ArraySlices.ts"
 import { forEachEmbeddingWord } from "../index/Tokenizer.ts"
 import type { SentenceEncoder } from "./SentenceEncoder.ts"
 import { type StaticModelManifest, staticModelFiles } from "./StaticModelManifest.ts"
@@ -103,6 +104,11 @@ export const readStaticModelFiles = (dir: string): StaticModelFiles => {
 }
 
 let sumScratch = new Float64Array(0)
+/**
+ * Embeddings, cut from shared chunks (ArraySlices.ts): an embedding is compacted into the index and
+ * search's file, or scores one query, and is dropped.
+ */
+const embeddingSlices = arraySlices((length) => new Float32Array(length), 4 * 1024)
 
 /**
  * The unit-length SIF embedding of `tokens`: Σ weight × vector, normalised (the weighted mean's
@@ -120,7 +126,7 @@ export const embedWeightedTokens = (vectors: WordVectors, tokens: WeightedTokens
   for (let i = 0; i < sum.length; i++) squares += sum[i]! * sum[i]!
   if (squares === 0) return undefined
   const norm = Math.sqrt(squares)
-  const out = new Float32Array(vectors.dimensions)
+  const out = embeddingSlices(vectors.dimensions)
   for (let i = 0; i < out.length; i++) out[i] = sum[i]! / norm
   return out
 }

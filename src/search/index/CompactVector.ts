@@ -12,6 +12,8 @@
  * component comes back exactly: a one-hot vector scores exactly 1 against itself).
  */
 
+import { arraySlices } from "./ArraySlices.ts"
+
 /** The largest code: components are scaled into [-127, 127] (−128 is left out to stay symmetric). */
 export const vectorCodeMax = 127
 
@@ -22,11 +24,20 @@ export interface CompactVector {
   readonly peak: number
 }
 
-/** The compact form of `vector`. A zero vector has peak 0 and zero codes. */
+/**
+ * Codes of compact forms, cut from shared chunks (ArraySlices.ts): the index and search's file each
+ * copy a document's codes and drop them. A form that is kept is copied first (`codes.slice()`).
+ */
+const codeSlices = arraySlices((length) => new Int8Array(length), 16 * 1024)
+
+/**
+ * The compact form of `vector`, its codes a slice of a shared chunk (`codeSlices`). A zero vector
+ * has peak 0 and zero codes.
+ */
 export const compactVector = (vector: Float32Array): CompactVector => {
   let largest = 0
   for (let i = 0; i < vector.length; i++) largest = Math.max(largest, Math.abs(vector[i]!))
-  const codes = new Int8Array(vector.length)
+  const codes = codeSlices(vector.length)
   const peak = Math.fround(largest)
   if (!(peak > 0)) return { codes, peak: 0 }
   for (let i = 0; i < vector.length; i++) codes[i] = Math.round((vector[i]! / peak) * vectorCodeMax)

@@ -68,10 +68,36 @@ export const termFrequencyMax = 65_535
 /** Stale postings are compacted away once they outnumber live ones and this. */
 export const stalePostingsBeforeCompactMin = 1 << 16
 
+/** Documents with more terms than this get arrays of their own rather than grow `Scratch` for good. */
+const scratchLengthMax = 1 << 16
+
+/**
+ * An array reused from document to document by `add`, which runs to its end without a turn between
+ * and leaves the pool a copy of what it packed: arrays of their own for each document's term ids
+ * and packed terms each had a backing store outside V8's heap to make and sweep (ArraySlices.ts).
+ */
+class Scratch {
+  private array = new Uint32Array(1024)
+
+  /** An array of at least `length` elements, its contents left over from earlier documents. */
+  take(length: number): Uint32Array {
+    if (length <= this.array.length) return this.array
+    if (length > scratchLengthMax) return new Uint32Array(length)
+    this.array = new Uint32Array(Math.min(scratchLengthMax, Math.max(length, 2 * this.array.length)))
+    return this.array
+  }
+}
+
+/** `add`'s term ids, every field's one after another. */
+const idsScratch = new Scratch()
+/** `add`'s packed terms, until they are stored in the pool. */
+const packedScratch = new Scratch()
+
 /**
  * Packs each field's term ids (in text order) into a `DocumentTerms`, sorting each field's array in
  * place: a typed array sorts with no comparator and no copy of the ids as objects (the array sort
- * was the search thread's largest allocation after tokenizing).
+ * was the search thread's largest allocation after tokenizing). The result is a view of
+ * `packedScratch`, good until the next document is packed.
  */
 const packTerms = (fields: ReadonlyArray<Uint32Array>): DocumentTerms => {
   // Loops here and in `add`: no closure made per document (docs/benchmarks.md, "Closures made for each call").
@@ -84,7 +110,9 @@ const packTerms = (fields: ReadonlyArray<Uint32Array>): DocumentTerms => {
     distinct.push(count)
     distinctSum += count
   }
-  const packed = new Uint32Array(2 * fields.length + 2 * distinctSum)
+  // Every element is written below (lengths, counts, ids, then each frequency before it is read).
+  const size = 2 * fields.length + 2 * distinctSum
+  const packed = packedScratch.take(size).subarray(0, size)
   let at = 2 * fields.length
   for (let f = 0; f < fields.length; f++) {
     const ids = fields[f]!
@@ -197,6 +225,18 @@ export class LexicalIndex {
     return this.count
   }
 
+  /**
+   * Bytes the full-text index takes in its typed arrays (capacities: posting lists, the documents'
+   * term frequencies, per-term and per-document counts, a query's scratch); its terms' strings
+   * and the per-thread `Scratch` are not counted.
+   */
+  get bytes(): number {
+    let bytes = this.pool.byteLength + this.starts.byteLength + this.df.byteLength
+    bytes += this.stamps.byteLength + this.scores.byteLength + this.walked.byteLength
+    for (const field of this.postings) bytes += field.bytes
+    return bytes
+  }
+
   /** Distinct terms seen. */
   get terms(): number {
     return this.termIds.size
@@ -256,7 +296,7 @@ export class LexicalIndex {
     this.poolRemoved = 0
   }
 
-  /** Appends `terms` to the pool as document `num`'s range. */
+  /** Appends a copy of `terms` (`add`'s scratch, reused by the next document) to the pool as document `num`'s range. */
   private store(num: number, terms: DocumentTerms): number {
     if (this.poolEnd + terms.length > this.pool.length) {
       const grown = new Uint32Array(Math.max(Math.ceil(this.pool.length * 1.5), this.poolEnd + terms.length))
@@ -278,11 +318,16 @@ export class LexicalIndex {
 
   /** Indexes document `num` (which must not be indexed already) with its tokenized fields. */
   add(num: number, store: string, fieldTerms: ReadonlyArray<ReadonlyArray<string>>): void {
+    let total = 0
+    for (const field of fieldTerms) total += field.length
+    const scratch = idsScratch.take(total)
     const ids: Array<Uint32Array> = []
+    let from = 0
     for (const field of fieldTerms) {
-      const fieldIds = new Uint32Array(field.length)
+      const fieldIds = scratch.subarray(from, from + field.length)
       for (let i = 0; i < field.length; i++) fieldIds[i] = this.termId(field[i]!)
       ids.push(fieldIds)
+      from += field.length
     }
     const terms = packTerms(ids)
     const starts: Array<number> = []

@@ -26,6 +26,11 @@ export class PostingLists {
   private capacities = new Uint32Array(1024)
   private lengths = new Uint32Array(1024)
 
+  /** Bytes the lists take in memory: their arrays' capacities. */
+  get bytes(): number {
+    return this.pool.byteLength + this.starts.byteLength + this.capacities.byteLength + this.lengths.byteLength
+  }
+
   /** The pool: list `list` is `items[start(list) .. start(list) + length(list))`. */
   get items(): Uint32Array {
     return this.pool

@@ -72,6 +72,8 @@ export interface IndexStats {
   readonly annBacklog: number
   /** Bytes the vectors searches use take in memory (the slab's capacity: CompactVector.ts). */
   readonly vectorBytes: number
+  /** Bytes the full-text index takes in memory (its typed arrays' capacities: LexicalIndex.ts `bytes`). */
+  readonly termBytes: number
 }
 
 /** One side of a timeline. */
@@ -481,6 +483,7 @@ export class SearchIndex {
       annReady: this.live.annReady,
       annBacklog: this.live.annBacklogSize,
       vectorBytes: this.live.bytes,
+      termBytes: this.lexical.bytes,
     }
   }
 }

@@ -268,10 +268,13 @@ export class VectorIndex {
       const wanted = Math.min(this.highest + 1, limit * 2 + 32)
       const matches = this.annReady
         ? this.ann!.search(query, wanted, 1)
-        : // Cosine of the codes: each vector's peak drops out, so the query is compacted too.
+        : // Cosine of the codes: each vector's peak drops out, so the query is compacted too. Its
+          // codes are copied out of their chunk (ArraySlices.ts): usearch's exact search reads a
+          // query from the start of its buffer, whatever the view's offset (usearch 2.26.2; its
+          // HNSW search reads the view).
           (usearch().exactSearch(
             this.codes.subarray(0, (this.highest + 1) * this.dimensions),
-            compactVector(query).codes,
+            compactVector(query).codes.slice(),
             this.dimensions,
             wanted,
             "cos" as MetricKind,
