@@ -15,6 +15,11 @@
  * `whenAnswered()` tells when every request taken so far has its answer written (or was
  * cancelled), so that an owner can answer what it read before it stops: a script that pipes a
  * request and closes its end at once gets its answer.
+ *
+ * When the output fails (EPIPE: the client is gone, killed with its requests in flight), answers
+ * are dropped rather than waited on: the requests still run to their end, so `whenAnswered()`
+ * resolves once they have, and the process that waits for it stops (and frees its data directory)
+ * then, not after `inputEndGraceMs`.
  */
 import type { Readable, Writable } from "node:stream"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
@@ -84,6 +89,10 @@ export class StdioLineTransport implements Transport {
   private answeredWaiters: Array<() => void> = []
   /** Called once the input has ended and its last line was taken. */
   onend?: () => void
+  /** Set once the output failed or closed: nothing written reaches the client any more. */
+  private outputGone = false
+  /** Resolves `drained` when the output goes before its "drain". */
+  private releaseDrained: (() => void) | undefined
 
   constructor(
     private readonly input: Readable = process.stdin,
@@ -97,6 +106,14 @@ export class StdioLineTransport implements Transport {
     this.input.on("data", this.onData)
     this.input.on("error", this.onInputError)
     this.input.once("end", this.onInputEnd)
+    this.output.on("error", this.onOutputGone)
+    this.output.once("close", this.onOutputGone)
+  }
+
+  /** The client's end of the output is gone: writes waiting for its "drain" would wait for ever. */
+  private readonly onOutputGone = () => {
+    this.outputGone = true
+    this.releaseDrained?.()
   }
 
   /**
@@ -211,13 +228,18 @@ export class StdioLineTransport implements Transport {
   private drained: Promise<void> | undefined
 
   private write(text: string): Promise<void> {
+    if (this.outputGone || this.output.destroyed) return Promise.resolve()
     if (this.output.write(text)) return this.drained ?? Promise.resolve()
-    this.drained ??= new Promise((resolve) =>
-      this.output.once("drain", () => {
+    this.drained ??= new Promise((resolve) => {
+      const release = () => {
+        this.output.off("drain", release)
         this.drained = undefined
+        this.releaseDrained = undefined
         resolve()
-      }),
-    )
+      }
+      this.releaseDrained = release
+      this.output.on("drain", release)
+    })
     return this.drained
   }
 
@@ -243,6 +265,8 @@ export class StdioLineTransport implements Transport {
     this.input.off("data", this.onData)
     this.input.off("error", this.onInputError)
     this.input.off("end", this.onInputEnd)
+    this.output.off("error", this.onOutputGone)
+    this.output.off("close", this.onOutputGone)
     if (this.input.listenerCount("data") === 0) this.input.pause()
     this.parts = []
     this.cut = undefined

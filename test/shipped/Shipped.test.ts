@@ -513,7 +513,9 @@ describe(`the installed product on Node ${productNodeVersion}`, () => {
     const first = await startDaemon({ cli: { node: productNode, file: product.cli } })
     const { dataDir } = first
     const indexed = async (documents: number) => {
-      const pattern = new RegExp(`search index: warm, [^,]+, ${documents} document\\(s\\) \\(full text [\\d.]+ MiB\\), ${documents} vector\\(s\\)`)
+      const pattern = new RegExp(
+        `search index: warm, [^,]+, ${documents} document\\(s\\) \\(full text [\\d.]+ MiB\\), ${documents} vector\\(s\\)`,
+      )
       await waitFor(
         `the index warm with ${documents} vectors`,
         async () => pattern.test((await runProduct(["health", "--data-dir", dataDir])).stdout) || undefined,
@@ -650,6 +652,48 @@ process.stdout.write = (...args) => { process.stderr.write(new Error("probe").st
         line({ id: 3, method: "tools/call", params: { name: "list_sticky_notes", arguments: {} } }),
     )
     assert.include(reread.stdout, "piped then closed")
+  })
+
+  it("serve --stdio whose client is killed with requests in flight runs them, then frees its data directory at once", async () => {
+    const dataDir = tempDir("mnemos-shipped-killed-client-")
+    const notes = Array.from({ length: 20 }, (_, i) => `written by a client killed before its answer ${i}`)
+    // The client: starts the product, sends its requests, and is killed (SIGKILL) once the first
+    // answer comes, so that stdin and stdout both close with requests unanswered.
+    const clientScript = `
+      const { spawn } = require("node:child_process")
+      const child = spawn(process.argv[1], process.argv.slice(2), { stdio: ["pipe", "pipe", "ignore"] })
+      process.stdout.write(child.pid + "\\n")
+      child.stdout.once("data", () => process.kill(process.pid, "SIGKILL"))
+      child.stdin.write(process.env.REQUESTS)
+    `
+    const requests = initialize + initialized + notes.map((text, i) => noteCall(10 + i, text)).join("")
+    const client = spawnSync(
+      productNode,
+      ["-e", clientScript, productNode, product.cli, "serve", "--stdio", "--data-dir", dataDir],
+      {
+        cwd: workspace,
+        env: { ...productEnv(), REQUESTS: requests },
+        encoding: "utf8",
+        timeout: 60_000,
+      },
+    )
+    assert.strictEqual(client.signal, "SIGKILL", client.stderr)
+    const pid = Number(client.stdout.trim())
+    assert.isTrue(Number.isInteger(pid) && pid > 0, client.stdout)
+    // Well inside the minute it would wait to deliver answers (StdioLines.ts `inputEndGraceMs`).
+    await waitFor(
+      `serve --stdio (pid ${pid}) to stop once its killed client's requests have run`,
+      () => (isAlive(pid) ? undefined : true),
+      30_000,
+    )
+    const reread = await runProduct(
+      ["serve", "--stdio", "--data-dir", dataDir],
+      initialize +
+        initialized +
+        line({ id: 3, method: "tools/call", params: { name: "list_sticky_notes", arguments: {} } }),
+    )
+    assert.strictEqual(reread.code, 0, reread.stderr)
+    for (const note of notes) assert.include(reread.stdout, note)
   })
 
   it("answers a read_graph longer than a piece of its text as one line: the official text beside its structured content", async () => {

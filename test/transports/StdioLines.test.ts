@@ -5,7 +5,7 @@
  * null, not JSON-RPC -32600 with its id — and nothing is ever held beyond the limit. Property
  * tests print their fast-check seed (rerun with FC_SEED=<seed>).
  */
-import { PassThrough } from "node:stream"
+import { PassThrough, Writable } from "node:stream"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import fc from "fast-check"
 import { beforeAll, describe, expect, it } from "vitest"
@@ -143,6 +143,25 @@ describe("the end of the input", () => {
 })
 
 describe("answers written in pieces", () => {
+  it("drops the answers once the output fails (its reader is gone), so waiting for them ends with the requests", async () => {
+    const input = new PassThrough()
+    // A client killed with requests in flight: each write fails as a pipe's does, at once.
+    const output = new Writable({
+      write: (_chunk, _encoding, callback) => callback(Object.assign(new Error("write EPIPE"), { code: "EPIPE" })),
+    })
+    output.on("error", () => undefined) // as the CLI does for stdout (cli/Main.ts)
+    const transport = new StdioLineTransport(input, output, lineBytesMax)
+    transport.onmessage = () => undefined
+    await transport.start()
+    for (const id of [1, 2, 3]) input.write(`${JSON.stringify({ jsonrpc: "2.0", id, method: "ping" })}\n`)
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(transport.unansweredCount()).toBe(3)
+    const sent = [1, 2, 3].map((id) => transport.send({ jsonrpc: "2.0", id, result: {} }))
+    expect(await transport.whenAnswered(2_000)).toBe(true)
+    await Promise.all(sent)
+    await transport.close()
+  })
+
   it("writes a large answer as one line, whole, before the answer sent after it, through a slow reader", async () => {
     const input = new PassThrough()
     // A small buffer: the large answer fills it many times over while the reader lags.
