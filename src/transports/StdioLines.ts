@@ -16,6 +16,10 @@
  * cancelled), so that an owner can answer what it read before it stops: a script that pipes a
  * request and closes its end at once gets its answer.
  *
+ * A client that writes faster than it reads is held back (RequestGate.ts): a request starts only
+ * while few enough are unanswered and stdout's buffer is under its mark; the others wait, and past
+ * a bound of them stdin is not read, so memory stays bounded whatever the client does.
+ *
  * When the output fails (EPIPE: the client is gone, killed with its requests in flight), answers
  * are dropped rather than waited on: the requests still run to their end, so `whenAnswered()`
  * resolves once they have, and the process that waits for it stops (and frees its data directory)
@@ -26,18 +30,16 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import { jsonPieceChars, jsonPieces } from "./JsonPieces.ts"
 import {
-  cancelledRequestId,
   cutMessageEndBytes,
   decodeJsonRpcText,
   errorReply,
   idOfCutMessage,
-  isRequest,
   isResponse,
   jsonRpcMessageBytesMax,
   type ReplyId,
-  type RequestId,
   tooLong,
 } from "./JsonRpcText.ts"
+import { RequestGate } from "./RequestGate.ts"
 
 /**
  * The characters of an answer's text contents (a tool's `content`, a resource's `contents`): what
@@ -84,15 +86,26 @@ export class StdioLineTransport implements Transport {
   private cut: CutLine | undefined
   private started = false
   private ended = false
-  /** Ids of the requests taken and not yet answered (nor cancelled). */
-  private readonly unanswered = new Set<RequestId>()
-  private answeredWaiters: Array<() => void> = []
-  /** Called once the input has ended and its last line was taken. */
+  /** Called once the input has ended, its last line was taken and every request it held started. */
   onend?: () => void
   /** Set once the output failed or closed: nothing written reaches the client any more. */
   private outputGone = false
   /** Resolves `drained` when the output goes before its "drain". */
   private releaseDrained: (() => void) | undefined
+  private readonly gate = new RequestGate(
+    (message) => {
+      try {
+        this.onmessage?.(message)
+      } catch (error) {
+        this.onerror?.(error instanceof Error ? error : new Error(String(error)))
+      }
+    },
+    (reading) => {
+      if (this.closed) return
+      if (reading) this.input.resume()
+      else this.input.pause()
+    },
+  )
 
   constructor(
     private readonly input: Readable = process.stdin,
@@ -114,6 +127,12 @@ export class StdioLineTransport implements Transport {
   private readonly onOutputGone = () => {
     this.outputGone = true
     this.releaseDrained?.()
+    this.gate.setOutputGone()
+  }
+
+  /** Requests read and not yet started (RequestGate.ts). */
+  heldCount(): number {
+    return this.gate.heldCount()
   }
 
   /**
@@ -121,37 +140,19 @@ export class StdioLineTransport implements Transport {
    * `timeoutMs` with some still unanswered.
    */
   whenAnswered(timeoutMs: number): Promise<boolean> {
-    if (this.unanswered.size === 0) return Promise.resolve(true)
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.answeredWaiters = this.answeredWaiters.filter((waiter) => waiter !== answered)
-        resolve(false)
-      }, timeoutMs)
-      const answered = () => {
-        clearTimeout(timer)
-        resolve(true)
-      }
-      this.answeredWaiters.push(answered)
-    })
+    return this.gate.whenAnswered(timeoutMs)
   }
 
   /** How many requests taken are not answered yet. */
   unansweredCount(): number {
-    return this.unanswered.size
+    return this.gate.unansweredCount()
   }
 
   private readonly onInputEnd = () => {
     if (this.ended) return
     this.ended = true
     if (this.parts.length > 0 || this.cut !== undefined) this.endLine()
-    this.onend?.()
-  }
-
-  private settle(id: RequestId): void {
-    if (!this.unanswered.delete(id) || this.unanswered.size > 0) return
-    const waiters = this.answeredWaiters
-    this.answeredWaiters = []
-    for (const waiter of waiters) waiter()
+    this.gate.inputEnded(() => this.onend?.())
   }
 
   private readonly onInputError = (error: Error) => this.onerror?.(error)
@@ -204,19 +205,8 @@ export class StdioLineTransport implements Transport {
     const line = Buffer.concat(parts).toString("utf8").replace(/\r$/, "")
     if (line.trim() === "") return
     const decoded = decodeJsonRpcText(line)
-    if ("message" in decoded) this.deliver(decoded.message)
+    if ("message" in decoded) this.gate.receive(decoded.message, line.length)
     else this.reply(decoded.id, decoded.code, decoded.error)
-  }
-
-  private deliver(message: JSONRPCMessage): void {
-    if (isRequest(message)) this.unanswered.add(message.id)
-    const cancelled = cancelledRequestId(message)
-    if (cancelled !== undefined) this.settle(cancelled)
-    try {
-      this.onmessage?.(message)
-    } catch (error) {
-      this.onerror?.(error instanceof Error ? error : new Error(String(error)))
-    }
   }
 
   private reply(id: ReplyId, code: number, message: string): void {
@@ -230,12 +220,14 @@ export class StdioLineTransport implements Transport {
   private write(text: string): Promise<void> {
     if (this.outputGone || this.output.destroyed) return Promise.resolve()
     if (this.output.write(text)) return this.drained ?? Promise.resolve()
+    this.gate.setOutputFull(true)
     this.drained ??= new Promise((resolve) => {
       const release = () => {
         this.output.off("drain", release)
         this.drained = undefined
         this.releaseDrained = undefined
         resolve()
+        this.gate.setOutputFull(false)
       }
       this.releaseDrained = release
       this.output.on("drain", release)
@@ -257,11 +249,16 @@ export class StdioLineTransport implements Transport {
         }
       }
     } finally {
-      if (isResponse(message)) this.settle(message.id)
+      if (isResponse(message)) this.gate.answered(message.id)
     }
   }
 
+  /** Set by `close`: the input is not read again. */
+  private closed = false
+
   async close(): Promise<void> {
+    this.closed = true
+    this.gate.close()
     this.input.off("data", this.onData)
     this.input.off("error", this.onInputError)
     this.input.off("end", this.onInputEnd)

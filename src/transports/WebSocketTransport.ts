@@ -7,6 +7,10 @@
  * and the connection stays usable. A frame above `frameBytesMax` is answered with a JSON-RPC error
  * for its id (when it can be read) and dropped; `ws` itself closes a connection whose frame
  * exceeds `frameBytesHardMax` (code 1009), before the frame is buffered whole.
+ *
+ * A client that sends faster than it reads is held back (RequestGate.ts): a request starts only
+ * while few enough are unanswered and the socket has under `sendBufferedBytesMark` waiting to go
+ * out; past a bound of held requests the socket is not read.
  */
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
@@ -16,11 +20,16 @@ import {
   decodeJsonRpcText,
   errorReply,
   invalidRequestCode,
+  isResponse,
   jsonRpcMessageBytesMax,
   type ReplyId,
   replyIdOf,
   tooLong,
 } from "./JsonRpcText.ts"
+import { RequestGate } from "./RequestGate.ts"
+
+/** Bytes waiting to go out on the socket past which no further request starts until they have gone. */
+export const sendBufferedBytesMark = 256 * 1024
 
 /** Largest JSON-RPC message accepted in one frame. */
 export const frameBytesMax = jsonRpcMessageBytesMax
@@ -40,6 +49,13 @@ export class WebSocketTransport implements Transport {
   onmessage?: (message: JSONRPCMessage) => void
   sessionId?: string
   private started = false
+  private readonly gate = new RequestGate(
+    (message) => this.onmessage?.(message),
+    (reading) => {
+      if (reading) this.socket.resume()
+      else this.socket.pause()
+    },
+  )
 
   constructor(private readonly socket: WebSocket) {}
 
@@ -47,13 +63,16 @@ export class WebSocketTransport implements Transport {
     if (this.started) throw new Error("WebSocketTransport already started")
     this.started = true
     this.socket.on("message", (data, isBinary) => this.receive(data, isBinary))
-    this.socket.on("close", () => this.onclose?.())
+    this.socket.on("close", () => {
+      this.gate.close()
+      this.onclose?.()
+    })
     this.socket.on("error", (error) => this.onerror?.(error))
   }
 
   private receive(data: RawData, isBinary: boolean): void {
     const decoded = this.decode(data, isBinary)
-    if ("message" in decoded) this.onmessage?.(decoded.message)
+    if ("message" in decoded) this.gate.receive(decoded.message, byteLengthOf(data))
     else this.reject(decoded.id, decoded.error, decoded.code)
   }
 
@@ -73,10 +92,23 @@ export class WebSocketTransport implements Transport {
   }
 
   send(message: JSONRPCMessage): Promise<void> {
-    return new Promise((resolve, reject) => {
+    const sent = new Promise<void>((resolve, reject) => {
       if (this.socket.readyState !== this.socket.OPEN) return reject(new Error("WebSocket is not open"))
-      this.socket.send(JSON.stringify(message), (error) => (error ? reject(error) : resolve()))
+      this.socket.send(JSON.stringify(message), (error) => {
+        if (this.socket.bufferedAmount <= sendBufferedBytesMark) this.gate.setOutputFull(false)
+        if (error) reject(error)
+        else resolve()
+      })
+      if (this.socket.bufferedAmount > sendBufferedBytesMark) this.gate.setOutputFull(true)
     })
+    if (!isResponse(message)) return sent
+    const id = message.id
+    return sent.finally(() => this.gate.answered(id))
+  }
+
+  /** Requests read and not yet started (RequestGate.ts). */
+  heldCount(): number {
+    return this.gate.heldCount()
   }
 
   async close(): Promise<void> {

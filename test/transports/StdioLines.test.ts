@@ -10,6 +10,7 @@ import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import fc from "fast-check"
 import { beforeAll, describe, expect, it } from "vitest"
 import { decodeJsonRpcText, idOfCutMessage, tooLong } from "../../src/transports/JsonRpcText.ts"
+import { heldBytesMax, requestsInFlightMax } from "../../src/transports/RequestGate.ts"
 import { StdioLineTransport } from "../../src/transports/StdioLines.ts"
 
 const seed = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31)
@@ -139,6 +140,83 @@ describe("the end of the input", () => {
     await new Promise((resolve) => setImmediate(resolve))
     expect(transport.unansweredCount()).toBe(1)
     expect(await transport.whenAnswered(10)).toBe(false)
+  })
+})
+
+describe("a client that writes faster than it reads", () => {
+  const request = (id: number) =>
+    ({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "read_graph" } }) as const
+  const lines = (messages: ReadonlyArray<unknown>) => messages.map((message) => `${JSON.stringify(message)}\n`).join("")
+  const turn = () => new Promise((resolve) => setImmediate(resolve))
+  const idsOf = (taken: ReadonlyArray<JSONRPCMessage>) =>
+    taken.filter((message) => "method" in message && "id" in message).map((message) => (message as { id: number }).id)
+
+  it("starts at most so many requests at once, the rest in order as answers go out; passes the rest at once", async () => {
+    const input = new PassThrough()
+    const transport = new StdioLineTransport(input, new PassThrough(), 1 << 20)
+    const taken: Array<JSONRPCMessage> = []
+    transport.onmessage = (message) => taken.push(message)
+    const ended: Array<number> = []
+    transport.onend = () => ended.push(idsOf(taken).length)
+    await transport.start()
+    const count = requestsInFlightMax + 20
+    input.write(lines(Array.from({ length: count }, (_, i) => request(i + 1))))
+    // Past the limit: the client's answer to a server request, a notification and a cancellation
+    // of a held request pass; the cancelled request is never started.
+    input.write(
+      lines([
+        { jsonrpc: "2.0", id: "roots-1", result: { roots: [] } },
+        { jsonrpc: "2.0", method: "notifications/roots/list_changed" },
+        { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: count } },
+      ]),
+    )
+    input.end()
+    await turn()
+    const limit = requestsInFlightMax
+    expect(idsOf(taken)).toEqual(Array.from({ length: limit }, (_, i) => i + 1))
+    expect(taken.some((message) => "result" in message)).toBe(true)
+    expect(taken.some((message) => "method" in message && message.method === "notifications/roots/list_changed")).toBe(
+      true,
+    )
+    expect(transport.heldCount()).toBe(count - limit - 1)
+    expect(ended).toEqual([]) // not before the held requests are started
+    for (let id = 1; id < count; id++) {
+      await transport.send({ jsonrpc: "2.0", id, result: {} })
+      expect(transport.unansweredCount()).toBeLessThanOrEqual(limit)
+    }
+    expect(idsOf(taken)).toEqual(Array.from({ length: count - 1 }, (_, i) => i + 1))
+    expect(ended).toEqual([count - 1])
+    expect(await transport.whenAnswered(1_000)).toBe(true)
+  })
+
+  it("starts no request while the output is full, and reads no more input past the bytes it holds", async () => {
+    const input = new PassThrough()
+    // A reader that has stopped reading: the output's buffer fills and stays full until it reads.
+    const output = new PassThrough({ highWaterMark: 64 })
+    const transport = new StdioLineTransport(input, output, 1 << 20)
+    const taken: Array<JSONRPCMessage> = []
+    transport.onmessage = (message) => taken.push(message)
+    await transport.start()
+    input.write(lines([request(1), request(2)]))
+    await turn()
+    const answered = transport.send({ jsonrpc: "2.0", id: 1, result: { text: "x".repeat(4_096) } })
+    // The answer waits in the output; request 3 is read and held.
+    input.write(lines([request(3)]))
+    await turn()
+    expect(idsOf(taken)).toEqual([1, 2])
+    expect(transport.heldCount()).toBe(1)
+    // A flood of requests: held until the limit of bytes, then the input is no longer read.
+    const padded = (id: number) => ({ ...request(id), params: { pad: "p".repeat(64 * 1024) } })
+    const flood = Array.from({ length: Math.ceil(heldBytesMax / (64 * 1024)) + 8 }, (_, i) => padded(100 + i))
+    for (const message of flood) input.write(lines([message]))
+    await turn()
+    expect(input.isPaused()).toBe(true)
+    expect(idsOf(taken)).toEqual([1, 2])
+    // The client reads: the answer goes out, and the held requests start, in order.
+    output.resume()
+    await answered
+    await turn()
+    expect(idsOf(taken).slice(0, 4)).toEqual([1, 2, 3, 100])
   })
 })
 
