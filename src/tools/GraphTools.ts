@@ -52,8 +52,9 @@ const official = <Args>(
   name: OfficialToolName,
   args: Schema.Codec<Args, unknown>,
   run: (args: Args, caller: ToolCaller) => Effect.Effect<ToolOutput, ToolError, Router | GraphSearch>,
+  options: Pick<Tool<Args, Router | GraphSearch>, "answerScalesWithStore"> = {},
 ): Tool<Args, Router | GraphSearch> =>
-  makeTool({ definition: officialToolDefinition(name), toolset: "graph", errorFormat: "plain", args, run })
+  makeTool({ definition: officialToolDefinition(name), toolset: "graph", errorFormat: "plain", args, run, ...options })
 
 const send = (command: GraphCommand, caller: ToolCaller) =>
   Effect.gen(function* () {
@@ -113,8 +114,12 @@ const officialTools = [
       Effect.as(deleted("delete_relations")),
     ),
   ),
-  official("read_graph", Schema.Struct({}), (_, caller) =>
-    read((view) => readGraph(view, caller.project)).pipe(Effect.map((result) => ({ structured: { ...result } }))),
+  official(
+    "read_graph",
+    Schema.Struct({}),
+    (_, caller) =>
+      read((view) => readGraph(view, caller.project)).pipe(Effect.map((result) => ({ structured: { ...result } }))),
+    { answerScalesWithStore: true },
   ),
   official("search_nodes", Schema.Struct({ query: SearchQuery }), ({ query }, caller) =>
     Effect.gen(function* () {

@@ -36,7 +36,7 @@ import {
   SubscribeRequestSchema,
   UnsubscribeRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js"
-import { type Context, Effect, Exit, Fiber, PubSub, Result, Schema, Scope } from "effect"
+import { type Context, Effect, Exit, Fiber, PubSub, Result, Schema, Scope, Semaphore } from "effect"
 import { Router } from "../actors/Router.ts"
 import { buildInfo } from "../cli/BuildInfo.ts"
 import { allProjectsMarker, auditStore, sessionAction } from "../engineering/AuditStore.ts"
@@ -50,6 +50,15 @@ import { answeringToolCalls, type CallTool } from "./DirectToolCalls.ts"
 import { checkingParams, type RequestSchema } from "./ParamsCheck.ts"
 import { retryKey } from "./RetryKey.ts"
 import type { SessionServices, Tool, ToolCaller, ToolError } from "./Tool.ts"
+
+/**
+ * Answers that grow with the store (Tool.ts `answerScalesWithStore`: `read_graph`) made at once,
+ * in the whole process; the others wait their turn. Each holds the graph's objects and its text
+ * while it is made (12 MiB at 10,000 entities, 400 at 100,000): 32 `read_graph` at once on 10,000
+ * took a daemon from 256 to 650 MiB (docs/benchmarks.md, "Store-sized answers made two at a time").
+ */
+export const storeSizedAnswersMax = 2
+const storeSizedAnswers = Semaphore.makeUnsafe(storeSizedAnswersMax)
 
 /** The resource holding the caller's whole graph. */
 export const knowledgeGraphUri = "memory://knowledge-graph"
@@ -225,6 +234,16 @@ export const startSession = (
     const callTool: CallTool = async (name, args, requestId) => {
       const tool = toolsByName.get(name)
       if (tool === undefined) return isError(`MCP error -32602: Tool ${name} not found`)
+      if (tool.answerScalesWithStore !== true) return answerCall(tool, args, requestId)
+      return Effect.runPromise(storeSizedAnswers.withPermit(Effect.promise(() => answerCall(tool, args, requestId))))
+    }
+
+    /** Runs `tool` on `args` and makes its answer. */
+    const answerCall = async (
+      tool: Tool<never, SessionServices>,
+      args: Record<string, unknown> | undefined,
+      requestId: string | number,
+    ): Promise<CallToolResult> => {
       // The privacy filter runs before decoding, so no store ever sees a secret (privacy/PrivacyFilter.ts).
       const filtered = filterPrivate(args ?? {})
       const decoded = Schema.decodeUnknownResult(tool.args)(filtered)

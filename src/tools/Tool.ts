@@ -106,6 +106,12 @@ export interface Tool<Args, R> {
   readonly errorFormat: "plain" | "envelope"
   readonly args: Schema.Codec<Args, unknown>
   readonly run: (args: Args, caller: ToolCaller) => Effect.Effect<ToolOutput, ToolError, R>
+  /**
+   * The answer grows with the store (`read_graph`: the whole graph's objects and text while it is
+   * made): daemon-wide, only a few such answers are made at once (McpSession.ts
+   * `storeSizedAnswersMax`); the others wait their turn.
+   */
+  readonly answerScalesWithStore?: boolean
 }
 
 /** Makes a tool, keeping its argument type. */
