@@ -28,7 +28,11 @@ afterAll(async () => {
 
 /** A tool whose calls wait at a gate, counting how many run at once. */
 const gatedTool = (name: string, answerScalesWithStore: boolean) => {
-  const state = { running: 0, most: 0, release: () => undefined as void }
+  const state: { running: number; most: number; release: () => void } = {
+    running: 0,
+    most: 0,
+    release: () => undefined,
+  }
   const gate = new Promise<void>((resolve) => {
     state.release = resolve
   })
