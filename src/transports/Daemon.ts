@@ -9,7 +9,7 @@
 import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { chmodSync, existsSync, mkdirSync, openSync, readFileSync, rmSync } from "node:fs"
-import { request } from "node:http"
+import { createRequire } from "node:module"
 import { join, resolve as resolvePath } from "node:path"
 import { writeFileAtomic } from "../cli/AtomicFile.ts"
 import { withAllocatorEnv, withHelperThreads } from "../runtime/AllocatorEnv.ts"
@@ -91,10 +91,16 @@ export const pingDaemon = async (info: DaemonInfo): Promise<PingAnswer | undefin
   return ping(info.host, info.port, pingAliveTimeoutMs)
 }
 
+/**
+ * `node:http`'s `request`, loaded at the first ping: every command loads this module, and a
+ * `serve --stdio` never pings (loading HTTP's modules was about 2 ms of its first answer).
+ */
+const httpRequest = (): typeof import("node:http").request => createRequire(import.meta.url)("node:http").request
+
 /** GET /ping on host:port; undefined when nothing (or not mnemos) answers in time. */
 export const ping = (host: string, port: number, timeoutMs = pingTimeoutMs): Promise<PingAnswer | undefined> =>
   new Promise((resolve) => {
-    const req = request(
+    const req = httpRequest()(
       { host, port, path: "/ping", method: "GET", timeout: timeoutMs, headers: { host: `${host}:${port}` } },
       (res) => {
         const chunks: Array<Buffer> = []

@@ -11,8 +11,8 @@
  */
 import { createHash } from "node:crypto"
 import { createReadStream, createWriteStream, existsSync, renameSync, rmSync, statSync, truncateSync } from "node:fs"
-import { request as httpRequest, type IncomingMessage } from "node:http"
-import { request as httpsRequest } from "node:https"
+import type { IncomingMessage } from "node:http"
+import { createRequire } from "node:module"
 import { Schema } from "effect"
 import type { PinnedFile } from "./ModelCatalogue.ts"
 
@@ -34,13 +34,20 @@ export class ModelError extends Schema.TaggedError<ModelError>()("ModelError", {
 /** Bytes of a file received so far, of its pinned total; called as they arrive. */
 export type DownloadProgress = (file: string, receivedBytes: number, totalBytes: number) => void
 
+/**
+ * `request` of `node:https` or `node:http`, loaded at the first download: every daemon loads this
+ * module (the model folder's), and loading TLS's modules was about 2 ms of each start.
+ */
+const requestFor = (protocol: string): typeof import("node:http").request =>
+  createRequire(import.meta.url)(protocol === "https:" ? "node:https" : "node:http").request
+
 const offlineCodes = new Set(["ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ENETUNREACH", "EHOSTUNREACH", "ETIMEDOUT"])
 
 /** Opens a GET of `url` from `offset` on, following redirects; resolves with the response. */
 const get = (url: string, offset: number, redirects = 0): Promise<IncomingMessage> =>
   new Promise((resolve, reject) => {
     const parsed = new URL(url)
-    const request = (parsed.protocol === "https:" ? httpsRequest : httpRequest)(parsed, {
+    const request = requestFor(parsed.protocol)(parsed, {
       headers: { "user-agent": "mnemos", ...(offset > 0 ? { range: `bytes=${offset}-` } : {}) },
     })
     const connectTimer = setTimeout(
