@@ -468,6 +468,9 @@ export const makeStore = <Command, Event, Reply, Failure>(
             state = "degraded"
             lastError = `disk full: ${full}`
             yield* failAll(batch, storeError("DiskFull", diskFullMessage(full)))
+            // The log's applied segments released, the room it waits for may be there again.
+            if (kernel.checkpointFreesLog(serving.incarnation))
+              yield* Effect.uninterruptible(checkpointNow(serving.incarnation))
             continue
           }
           state = "running"

@@ -539,6 +539,16 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
       return logDiskFull === undefined ? undefined : `the log cannot grow: ${logDiskFull}`
     }
 
+    /**
+     * Whether a checkpoint would give the log room it is refused for: the log could not grow, but
+     * LMDB has taken what it held (its commit is not refused for room), and records were written
+     * since the last checkpoint, whose segments the checkpoint releases. Refused writes trigger no
+     * checkpoint of their own, and LMDB taking the log's backlog can use the very room that space
+     * returning gave back: the store stayed refused until something else freed the disk.
+     */
+    const checkpointFreesLog = (incarnation: Incarnation): boolean =>
+      logDiskFull !== undefined && incarnation.commits.diskFull === undefined && recordsSinceCheckpoint > 0
+
     /** Whether a checkpoint is due once `records` more are written. */
     const checkpointDue = (records = 0) => recordsSinceCheckpoint + records >= options.checkpointRecordsInterval
 
@@ -952,6 +962,7 @@ export const makeStoreKernel = <Command, Event, Reply, Failure>(
       noteFailure,
       diskFull,
       logUnavailable,
+      checkpointFreesLog,
       checkpointDue,
       checkpoint,
       prepare,
