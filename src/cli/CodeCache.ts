@@ -23,7 +23,7 @@ import { withFlagsAtStart } from "../runtime/V8Flags.ts"
  * `node:crypto`, loaded when a cache is first checked rather than as the launcher loads: a `serve`
  * that re-executes itself (AllocatorEnv.ts) decides before it, and loading it took ~5 ms.
  */
-const crypto = (): typeof import("node:crypto") => createRequire(import.meta.url)("node:crypto")
+const crypto = () => process.getBuiltinModule("node:crypto")
 
 /** Bytes of the digest at the start of a cache. */
 const digestBytes = 32

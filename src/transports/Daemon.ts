@@ -9,7 +9,6 @@
 import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { chmodSync, existsSync, mkdirSync, openSync, readFileSync, rmSync } from "node:fs"
-import { createRequire } from "node:module"
 import { join, resolve as resolvePath } from "node:path"
 import { writeFileAtomic } from "../cli/AtomicFile.ts"
 import { withAllocatorEnv, withHelperThreads } from "../runtime/AllocatorEnv.ts"
@@ -95,7 +94,7 @@ export const pingDaemon = async (info: DaemonInfo): Promise<PingAnswer | undefin
  * `node:http`'s `request`, loaded at the first ping: every command loads this module, and a
  * `serve --stdio` never pings (loading HTTP's modules was about 2 ms of its first answer).
  */
-const httpRequest = (): typeof import("node:http").request => createRequire(import.meta.url)("node:http").request
+const httpRequest = () => process.getBuiltinModule("node:http").request
 
 /** GET /ping on host:port; undefined when nothing (or not mnemos) answers in time. */
 export const ping = (host: string, port: number, timeoutMs = pingTimeoutMs): Promise<PingAnswer | undefined> =>

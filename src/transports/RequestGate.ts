@@ -80,6 +80,7 @@ export class RequestGate {
 
   /** Whether the output's buffer is over its mark (a write returned false) or has room again. */
   setOutputFull(full: boolean): void {
+    if (this.outputFull === full) return
     this.outputFull = full
     if (!full) this.startHeld()
   }
@@ -178,7 +179,7 @@ export class RequestGate {
       this.heldBytes -= next.bytes
       this.begin(next.message)
     }
-    if (this.heldCount() === 0) {
+    if (this.heldCount() === 0 && this.held.length > 0) {
       this.held = []
       this.heldFrom = 0
     }

@@ -12,7 +12,6 @@
 import { createHash } from "node:crypto"
 import { createReadStream, createWriteStream, existsSync, renameSync, rmSync, statSync, truncateSync } from "node:fs"
 import type { IncomingMessage } from "node:http"
-import { createRequire } from "node:module"
 import { Schema } from "effect"
 import type { PinnedFile } from "./ModelCatalogue.ts"
 
@@ -38,8 +37,8 @@ export type DownloadProgress = (file: string, receivedBytes: number, totalBytes:
  * `request` of `node:https` or `node:http`, loaded at the first download: every daemon loads this
  * module (the model folder's), and loading TLS's modules was about 2 ms of each start.
  */
-const requestFor = (protocol: string): typeof import("node:http").request =>
-  createRequire(import.meta.url)(protocol === "https:" ? "node:https" : "node:http").request
+const requestFor = (protocol: string) =>
+  protocol === "https:" ? process.getBuiltinModule("node:https").request : process.getBuiltinModule("node:http").request
 
 const offlineCodes = new Set(["ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ENETUNREACH", "EHOSTUNREACH", "ETIMEDOUT"])
 
