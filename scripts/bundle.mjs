@@ -26,11 +26,12 @@ import { asModuleFunction } from "./moduleFunction.mjs"
  * outside): bundled, their code is in the code cache instead of compiled by every process that
  * loads them (~20 and ~10 ms).
  *
- * Three of the SDK's own dependencies are in package.json (at the SDK's versions) only to stay
+ * Two of the SDK's own dependencies are in package.json (at the SDK's versions) only to stay
  * outside, where they resolve from mnemos's own node_modules when first used: ajv and ajv-formats,
- * its JSON Schema validator (only `elicitInput` uses it, which mnemos never sends), and raw-body,
- * with iconv-lite's code tables, for the legacy SSE transport. Bundled they were 0.8 MiB of the
- * CLI's 4.3, which every start read, hashed and handed to V8 for nothing.
+ * its JSON Schema validator (only `elicitInput` uses it, which mnemos never sends). Bundled they
+ * and raw-body (with iconv-lite's code tables, which the SDK's legacy SSE transport used before
+ * mnemos had its own, SseTransport.ts) were 0.8 MiB of the CLI's 4.3, which every start read,
+ * hashed and handed to V8 for nothing.
  */
 const bundled = new Set(["effect", "@effect/platform-node", "@modelcontextprotocol/sdk", "ws", "ulid", "crc-32"])
 const { dependencies } = JSON.parse(readFileSync("package.json", "utf8"))

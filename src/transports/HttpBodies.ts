@@ -101,7 +101,7 @@ export const readJsonBody = (
   req: IncomingMessage,
   res: ServerResponse,
   bytesMax = httpBodyBytesMax,
-): Promise<{ value: unknown } | undefined> =>
+): Promise<{ value: unknown; bytes: number } | undefined> =>
   new Promise((resolve) => {
     const declared = Number(req.headers["content-length"] ?? 0)
     if (declared > bytesMax) {
@@ -124,7 +124,10 @@ export const readJsonBody = (
     req.on("end", () => {
       if (aborted) return
       try {
-        resolve({ value: chunks.length === 0 ? undefined : JSON.parse(Buffer.concat(chunks).toString("utf8")) })
+        resolve({
+          value: chunks.length === 0 ? undefined : JSON.parse(Buffer.concat(chunks).toString("utf8")),
+          bytes: size,
+        })
       } catch (error) {
         sendJson(res, 400, {
           jsonrpc: "2.0",

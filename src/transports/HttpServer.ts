@@ -24,7 +24,6 @@ import {
 import { type AddressInfo, isIP } from "node:net"
 import { isAbsolute } from "node:path"
 // Loaded on first use: the SDK's SSE transport is for old clients only.
-import type { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js"
 import { type Context, Effect, Exit, Scope } from "effect"
@@ -47,6 +46,7 @@ import {
   sessionSweepMs,
   sessionsMax,
 } from "./SessionTable.ts"
+import { SseTransport } from "./SseTransport.ts"
 import { StreamableHttpTransport } from "./StreamableHttpTransport.ts"
 import type { Telemetry } from "./Telemetry.ts"
 import { frameBytesHardMax, WebSocketTransport } from "./WebSocketTransport.ts"
@@ -128,7 +128,7 @@ export const startHttpServer = (
       string,
       { readonly transport: StreamableHttpTransport; readonly handle: SessionHandle }
     >()
-    const sse = new Map<string, SSEServerTransport>()
+    const sse = new Map<string, SseTransport>()
     const drain = new Drain()
     const dashboard = yield* makeDashboardServer({
       bearerToken: config.token,
@@ -285,8 +285,7 @@ export const startHttpServer = (
 
     const handleSse = async (req: IncomingMessage, res: ServerResponse, url: URL) => {
       if (req.method === "GET" && url.pathname === "/sse") {
-        const { SSEServerTransport } = await import("@modelcontextprotocol/sdk/server/sse.js")
-        const transport = new SSEServerTransport("/messages", res)
+        const transport = new SseTransport("/messages", res)
         sse.set(transport.sessionId, transport)
         transport.onclose = () => void sse.delete(transport.sessionId)
         if ((await host(transport, "sse")) !== undefined) return
@@ -294,11 +293,18 @@ export const startHttpServer = (
         if (!res.headersSent) refuseSession(res)
         return
       }
+      if (url.pathname !== "/messages" || req.method !== "POST")
+        return sendJson(
+          res,
+          405,
+          { error: "open the stream with GET /sse, and post messages to /messages" },
+          { allow: url.pathname === "/sse" ? "GET" : "POST" },
+        )
       const transport = sse.get(url.searchParams.get("sessionId") ?? "")
       if (transport === undefined) return sendJson(res, 404, { error: "unknown SSE session" })
       const body = await readJsonBody(req, res)
       if (body === undefined) return
-      return transport.handlePostMessage(req, res, body.value)
+      return transport.handlePost(req, res, body.value, body.bytes)
     }
 
     const server: NodeHttpServer = createServer(serverTimeouts, (req, res) => {

@@ -48,7 +48,9 @@ describe("a WebSocket client that does not read", () => {
     for (let id = 1; id <= count; id++) client.send(JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call" }))
     // Let the server read every request and fill the socket's buffers.
     for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setTimeout(resolve, 25))
-    expect(started.length).toBeLessThan(count / 2)
+    // The first answers fill the socket past its mark (4 started here; 35 when only the bound of
+    // requests in flight held the client back).
+    expect(started.length).toBeLessThan(16)
     expect(transport.heldCount()).toBe(count - started.length)
     ;(client as unknown as { _socket: { resume: () => void } })._socket.resume()
     for (let waited = 0; received.length < count && waited < 30_000; waited += 20)
