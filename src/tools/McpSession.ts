@@ -358,6 +358,38 @@ export const startSession = (
     const bus = yield* EventBus
     const sessionScope = yield* Effect.scope
     /**
+     * `notifications/resources/updated` for `uri`, at most one on its way at a time: the changes
+     * made while one is being written are told by one more once it is out. A client that does not
+     * read its stream then holds one notification, not one per batch of writes — a wait for it to
+     * drain (StreamableHttpTransport.ts) would otherwise keep the bus's events for this session
+     * until its subscription overflowed (`eventBusCapacity` of them).
+     */
+    const updateSenders = new Map<string, () => void>()
+    const tellUpdated = (uri: string): void => {
+      let send = updateSenders.get(uri)
+      if (send === undefined) {
+        let sending = false
+        let again = false
+        send = () => {
+          if (sending) {
+            again = true
+            return
+          }
+          sending = true
+          again = false
+          void server
+            .sendResourceUpdated({ uri })
+            .catch(() => undefined)
+            .finally(() => {
+              sending = false
+              if (again) send!()
+            })
+        }
+        updateSenders.set(uri, send)
+      }
+      send()
+    }
+    /**
      * Follows committed events only once the client subscribed to the graph: a session that never
      * subscribes (most agents) costs the bus nothing, where a fiber per session woke for every write.
      */
@@ -379,8 +411,7 @@ export const startSession = (
                 isDomainEvent(committed) &&
                 (committed.event as GraphEvent).project === scope,
             )
-            if (relevant)
-              yield* Effect.promise(() => server.sendResourceUpdated({ uri: knowledgeGraphUri }).catch(() => undefined))
+            if (relevant) tellUpdated(knowledgeGraphUri)
           }),
         ),
         sessionScope,
@@ -394,8 +425,7 @@ export const startSession = (
           Effect.forever(
             Effect.gen(function* () {
               const changed = yield* PubSub.takeAll(changes)
-              if (subscriptions.has(uri) && changed.includes(uri))
-                yield* Effect.promise(() => server.sendResourceUpdated({ uri }).catch(() => undefined))
+              if (subscriptions.has(uri) && changed.includes(uri)) tellUpdated(uri)
             }),
           ),
         )

@@ -24,6 +24,12 @@
  * A stream whose client went away is dropped: what is sent on it later is discarded, and the last
  * answer a dropped POST stream would have carried fails `send` (as in the SDK). `close()` ends
  * every stream.
+ *
+ * The GET stream of a client that does not read it is not written past `standaloneBufferedBytesMark`:
+ * `send` waits for it to drain (or close) first, so the sender is held back rather than the stream
+ * buffering for ever — a session with its GET stream open is never idle (SessionTable.ts), and its
+ * subscription's `notifications/resources/updated`, one per batch of writes, grew the daemon's memory
+ * with every write for as long as the stream stayed open. Its keepalive comment is skipped meanwhile.
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http"
 import { MAX_BATCH_SIZE } from "@modelcontextprotocol/sdk/server/requestBody.js"
@@ -37,6 +43,21 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
 } from "@modelcontextprotocol/sdk/types.js"
 import { isRequest, jsonRpcMessageOf, type RequestId } from "./JsonRpcText.ts"
+
+/** Bytes waiting to go out on the GET stream past which `send` waits for them to go before it writes. */
+export const standaloneBufferedBytesMark = 64 * 1024
+
+/** Resolves once `res` has drained or closed. */
+const drainedOrClosed = (res: ServerResponse): Promise<void> =>
+  new Promise((resolve) => {
+    const done = () => {
+      res.off("drain", done)
+      res.off("close", done)
+      resolve()
+    }
+    res.on("drain", done)
+    res.on("close", done)
+  })
 
 /** How a session's transport is told about its id. */
 export interface StreamableHttpOptions {
@@ -55,6 +76,8 @@ interface SseStream {
   headed: boolean
   open: boolean
   keepAlive: NodeJS.Timeout | undefined
+  /** Resolves when its response drains or closes, while a send waits for that (one for every waiting send). */
+  drained: Promise<void> | undefined
 }
 
 const sseHeaders = (sessionId: string | undefined): Record<string, string> => ({
@@ -226,9 +249,9 @@ export class StreamableHttpTransport implements Transport {
 
   private open(res: ServerResponse, unanswered: Set<RequestId>, headed: boolean): SseStream {
     if (headed) res.writeHead(200, sseHeaders(this.sessionId))
-    const stream: SseStream = { res, unanswered, headed, open: true, keepAlive: undefined }
+    const stream: SseStream = { res, unanswered, headed, open: true, keepAlive: undefined, drained: undefined }
     stream.keepAlive = armSseKeepAlive(this.options.keepAliveMs ?? DEFAULT_SSE_KEEP_ALIVE_MS, () => {
-      if (stream.open) this.head(stream).write(": keepalive\n\n")
+      if (stream.open && res.writableLength <= standaloneBufferedBytesMark) this.head(stream).write(": keepalive\n\n")
     })
     this.streams.add(stream)
     res.once("close", () => this.drop(stream))
@@ -264,8 +287,7 @@ export class StreamableHttpTransport implements Transport {
     if (requestId === undefined) {
       if (isAnswer)
         throw new Error("Cannot send a response on a standalone SSE stream unless resuming a previous client request")
-      if (this.standalone?.open === true) this.standalone.res.write(eventOf(message))
-      return
+      return this.sendUnrelated(eventOf(message))
     }
     const stream = this.streamOfRequest.get(requestId)
     if (stream === undefined) throw new Error(`No connection established for request ID: ${String(requestId)}`)
@@ -279,6 +301,20 @@ export class StreamableHttpTransport implements Transport {
       }
     }
     if (stream.open) this.head(stream).write(eventOf(message))
+  }
+
+  /** Writes `event` on the GET stream, if one is open, once what waits on it is under the mark. */
+  private async sendUnrelated(event: string): Promise<void> {
+    let stream = this.standalone
+    while (stream?.open === true && stream.res.writableLength > standaloneBufferedBytesMark) {
+      const waiting = stream
+      waiting.drained ??= drainedOrClosed(waiting.res).then(() => {
+        waiting.drained = undefined
+      })
+      await waiting.drained
+      stream = this.standalone
+    }
+    if (stream?.open === true) stream.res.write(event)
   }
 
   async close(): Promise<void> {
