@@ -16,7 +16,7 @@
  * answers (`whenAnswered`) waits for those too.
  */
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
-import { cancelledRequestId, isRequest, type RequestId } from "./JsonRpcText.ts"
+import { cancelledRequestId, isRequest, isResponse, type RequestId } from "./JsonRpcText.ts"
 
 /** Requests started and not yet answered, at most, on one connection; more are held. */
 export const requestsInFlightMax = 32
@@ -76,6 +76,29 @@ export class RequestGate {
   /** The answer to `id` was sent (or could not be): it counts as answered, and held requests may start. */
   answered(id: RequestId): void {
     this.settle(id)
+  }
+
+  /**
+   * Sends `message` with `write`, which writes it and calls `done` once it is out (or failed);
+   * `outputFull` says whether the output's buffer is over its mark. Resolves when it is out; an
+   * answer counts as answered then (or once it failed).
+   */
+  send(
+    message: JSONRPCMessage,
+    write: (done: (error?: Error | null) => void) => void,
+    outputFull: () => boolean,
+  ): Promise<void> {
+    const sent = new Promise<void>((resolve, reject) => {
+      write((error) => {
+        if (!outputFull()) this.setOutputFull(false)
+        if (error) reject(error)
+        else resolve()
+      })
+      if (outputFull()) this.setOutputFull(true)
+    })
+    if (!isResponse(message)) return sent
+    const id = message.id
+    return sent.finally(() => this.answered(id))
   }
 
   /** Whether the output's buffer is over its mark (a write returned false) or has room again. */

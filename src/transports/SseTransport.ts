@@ -23,7 +23,7 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import { sendJson } from "./HttpBodies.ts"
-import { errorReply, invalidRequestCode, isRequest, isResponse, jsonRpcMessageOf, replyIdOf } from "./JsonRpcText.ts"
+import { errorReply, invalidRequestCode, isRequest, jsonRpcMessageOf, replyIdOf } from "./JsonRpcText.ts"
 import { RequestGate } from "./RequestGate.ts"
 
 /** Bytes waiting to go out on the stream past which no further request starts until they have gone. */
@@ -98,19 +98,15 @@ export class SseTransport implements Transport {
 
   send(message: JSONRPCMessage): Promise<void> {
     const stream = this.stream
-    const sent = new Promise<void>((resolve, reject) => {
-      if (stream === undefined || stream.destroyed || stream.writableEnded)
-        return reject(new Error("the session's event stream is closed"))
-      const more = stream.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`, (error) => {
-        if (stream.writableLength <= streamBufferedBytesMark) this.gate.setOutputFull(false)
-        if (error) reject(error)
-        else resolve()
-      })
-      if (!more || stream.writableLength > streamBufferedBytesMark) this.gate.setOutputFull(true)
-    })
-    if (!isResponse(message)) return sent
-    const id = message.id
-    return sent.finally(() => this.gate.answered(id))
+    return this.gate.send(
+      message,
+      (done) => {
+        if (stream === undefined || stream.destroyed || stream.writableEnded)
+          return done(new Error("the session's event stream is closed"))
+        stream.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`, done)
+      },
+      () => stream !== undefined && stream.writableLength > streamBufferedBytesMark,
+    )
   }
 
   /** Requests taken and not yet started (RequestGate.ts). */

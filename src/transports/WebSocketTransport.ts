@@ -20,7 +20,6 @@ import {
   decodeJsonRpcText,
   errorReply,
   invalidRequestCode,
-  isResponse,
   jsonRpcMessageBytesMax,
   type ReplyId,
   replyIdOf,
@@ -92,18 +91,14 @@ export class WebSocketTransport implements Transport {
   }
 
   send(message: JSONRPCMessage): Promise<void> {
-    const sent = new Promise<void>((resolve, reject) => {
-      if (this.socket.readyState !== this.socket.OPEN) return reject(new Error("WebSocket is not open"))
-      this.socket.send(JSON.stringify(message), (error) => {
-        if (this.socket.bufferedAmount <= sendBufferedBytesMark) this.gate.setOutputFull(false)
-        if (error) reject(error)
-        else resolve()
-      })
-      if (this.socket.bufferedAmount > sendBufferedBytesMark) this.gate.setOutputFull(true)
-    })
-    if (!isResponse(message)) return sent
-    const id = message.id
-    return sent.finally(() => this.gate.answered(id))
+    return this.gate.send(
+      message,
+      (done) => {
+        if (this.socket.readyState !== this.socket.OPEN) return done(new Error("WebSocket is not open"))
+        this.socket.send(JSON.stringify(message), done)
+      },
+      () => this.socket.bufferedAmount > sendBufferedBytesMark,
+    )
   }
 
   /** Requests read and not yet started (RequestGate.ts). */

@@ -30,6 +30,7 @@ import { searchThreadYoungGenerationMb } from "../../src/search/thread/SearchThr
 import { keyedDatabase } from "../../src/stores/checkpoint/KeyCodec.ts"
 import { lacks, startNeovim, startXvfb } from "../editor/harness.ts"
 import { closedPort, startHub, tinyModel } from "../search/hubServer.ts"
+import { onSseEvents } from "../support/gatedTransports.ts"
 import { threadsUnder } from "../support/threads.ts"
 import {
   cleanup,
@@ -597,16 +598,10 @@ describe(`the installed product on Node ${productNodeVersion}`, () => {
     )
     try {
       const answers: Array<{ id: number; result?: CallToolResult }> = []
-      let text = ""
       let endpoint: string | undefined
-      stream.on("data", (chunk: Buffer) => {
-        text += chunk.toString("utf8")
-        for (let end = text.indexOf("\n\n"); end !== -1; end = text.indexOf("\n\n")) {
-          const [event, data] = text.slice(0, end).split("\n")
-          text = text.slice(end + 2)
-          if (event === "event: endpoint") endpoint = data!.slice("data: ".length)
-          else answers.push(JSON.parse(data!.slice("data: ".length)))
-        }
+      onSseEvents(stream, (event, data) => {
+        if (event === "endpoint") endpoint = data
+        else answers.push(JSON.parse(data))
       })
       await waitFor("the SSE endpoint", () => endpoint, 10_000)
       const post = (message: object) =>

@@ -5,10 +5,10 @@
  */
 import { once } from "node:events"
 import type { AddressInfo } from "node:net"
-import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import { afterEach, describe, expect, it } from "vitest"
 import { WebSocket, WebSocketServer } from "ws"
 import { WebSocketTransport } from "../../src/transports/WebSocketTransport.ts"
+import { answerEveryRequest } from "../support/gatedTransports.ts"
 
 const closers: Array<() => Promise<unknown>> = []
 afterEach(async () => {
@@ -33,13 +33,7 @@ const connected = async () => {
 describe("a WebSocket client that does not read", () => {
   it("gets no more requests started than the socket can take answers for, then every answer in order once it reads", async () => {
     const { transport, client } = await connected()
-    const started: Array<number> = []
-    const answer = "a".repeat(1024 * 1024)
-    transport.onmessage = (message) => {
-      const id = (message as { id: number }).id
-      started.push(id)
-      void transport.send({ jsonrpc: "2.0", id, result: { answer } } as JSONRPCMessage).catch(() => undefined)
-    }
+    const started = answerEveryRequest(transport, "a".repeat(1024 * 1024))
     // The client stops reading, then sends 100 requests, each answered with 1 MiB.
     const received: Array<number> = []
     client.on("message", (data) => received.push(JSON.parse(String(data)).id))

@@ -13,6 +13,7 @@ import { afterEach, describe, expect, it } from "vitest"
 import { readJsonBody } from "../../src/transports/HttpBodies.ts"
 import { heldBytesMax } from "../../src/transports/RequestGate.ts"
 import { SseTransport } from "../../src/transports/SseTransport.ts"
+import { answerEveryRequest, onSseEvents } from "../support/gatedTransports.ts"
 
 const closers: Array<() => Promise<unknown>> = []
 afterEach(async () => {
@@ -43,16 +44,10 @@ const connected = async () => {
   const stream = await new Promise<IncomingMessage>((resolve) => request({ port, path: "/sse" }, resolve).end())
   closers.push(async () => stream.destroy())
   const received: Array<JSONRPCMessage> = []
-  let text = ""
   let endpoint: string | undefined
-  stream.on("data", (chunk: Buffer) => {
-    text += chunk.toString("utf8")
-    for (let end = text.indexOf("\n\n"); end !== -1; end = text.indexOf("\n\n")) {
-      const [event, data] = text.slice(0, end).split("\n")
-      text = text.slice(end + 2)
-      if (event === "event: endpoint") endpoint = data!.slice("data: ".length)
-      else received.push(JSON.parse(data!.slice("data: ".length)))
-    }
+  onSseEvents(stream, (event, data) => {
+    if (event === "endpoint") endpoint = data
+    else received.push(JSON.parse(data))
   })
   while (endpoint === undefined) await sleep(5)
   const post = (body: string, contentType = "application/json") =>
@@ -79,13 +74,7 @@ const requestText = (id: number, padding = "") =>
 describe("an SSE client that does not read its stream", () => {
   it("gets no more requests started than the stream can take answers for, then every answer in order once it reads", async () => {
     const { transport, stream, received, post } = await connected()
-    const started: Array<number> = []
-    const answer = "a".repeat(1024 * 1024)
-    transport.onmessage = (message) => {
-      const id = (message as { id: number }).id
-      started.push(id)
-      void transport.send({ jsonrpc: "2.0", id, result: { answer } } as JSONRPCMessage).catch(() => undefined)
-    }
+    const started = answerEveryRequest(transport, "a".repeat(1024 * 1024))
     stream.pause()
     const count = 100
     for (let id = 1; id <= count; id++) expect((await post(requestText(id))).status).toBe(202)

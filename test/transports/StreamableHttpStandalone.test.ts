@@ -11,6 +11,7 @@ import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import { afterEach, describe, expect, it } from "vitest"
 import { readJsonBody } from "../../src/transports/HttpBodies.ts"
 import { StreamableHttpTransport } from "../../src/transports/StreamableHttpTransport.ts"
+import { onSseEvents } from "../support/gatedTransports.ts"
 
 const closers: Array<() => Promise<unknown>> = []
 afterEach(async () => {
@@ -59,16 +60,7 @@ const sessionWithStream = async () => {
   closers.push(async () => stream.destroy())
   expect(stream.statusCode).toBe(200)
   const received: Array<JSONRPCMessage> = []
-  let text = ""
-  stream.on("data", (chunk: Buffer) => {
-    text += chunk.toString("utf8")
-    for (let end = text.indexOf("\n\n"); end !== -1; end = text.indexOf("\n\n")) {
-      const event = text.slice(0, end)
-      text = text.slice(end + 2)
-      const data = event.split("\n").find((line) => line.startsWith("data: "))
-      if (data !== undefined) received.push(JSON.parse(data.slice("data: ".length)))
-    }
-  })
+  onSseEvents(stream, (_event, data) => received.push(JSON.parse(data)))
   return { transport, stream, received }
 }
 
