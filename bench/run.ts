@@ -17,6 +17,7 @@ const suites: Record<string, () => Promise<BenchSuite>> = {
   conversations: async () => (await import("./conversations.ts")).suite,
   transports: async () => (await import("./transports.ts")).suite,
   writes: async () => (await import("./writes.ts")).suite,
+  unread: async () => (await import("./unread.ts")).suite,
   footprint: async () => (await import("./footprint.ts")).suite,
   cluster: async () => (await import("./cluster.ts")).suite,
 }
