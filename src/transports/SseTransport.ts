@@ -17,9 +17,14 @@
  *
  * A post that is not `application/json` is refused with 415 (a browser cannot send that across
  * origins without asking first); one that is not a JSON-RPC message with 400 and a JSON-RPC error.
+ *
+ * As on the Streamable HTTP streams (and unlike the SDK's transport), the stream carries a
+ * `: keepalive` comment every 15 s while it has room, so that a proxy or a client that drops a
+ * silent connection keeps it, and says `x-accel-buffering: no` to proxies that buffer answers.
  */
 import { randomUUID } from "node:crypto"
 import type { IncomingMessage, ServerResponse } from "node:http"
+import { armSseKeepAlive, DEFAULT_SSE_KEEP_ALIVE_MS } from "@modelcontextprotocol/sdk/server/sseKeepAlive.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import { sendJson } from "./HttpBodies.ts"
@@ -39,6 +44,7 @@ export class SseTransport implements Transport {
   onmessage?: (message: JSONRPCMessage) => void
   readonly sessionId: string = randomUUID()
   private stream: ServerResponse | undefined
+  private keepAlive: NodeJS.Timeout | undefined
   private closed = false
   /** False while the gate holds `heldBytesMax` of requests: posted requests are refused. */
   private takingRequests = true
@@ -52,10 +58,12 @@ export class SseTransport implements Transport {
   /**
    * @param endpoint where the client posts its messages (the session id is added as `sessionId`)
    * @param response the answer to the client's `GET`, which becomes the stream
+   * @param keepAliveMs how often the stream carries a keepalive comment (the SDK's 15 s)
    */
   constructor(
     private readonly endpoint: string,
     private readonly response: ServerResponse,
+    private readonly keepAliveMs = DEFAULT_SSE_KEEP_ALIVE_MS,
   ) {}
 
   async start(): Promise<void> {
@@ -65,9 +73,13 @@ export class SseTransport implements Transport {
       "content-type": "text/event-stream",
       "cache-control": "no-cache, no-transform",
       connection: "keep-alive",
+      "x-accel-buffering": "no",
     })
     stream.write(`event: endpoint\ndata: ${this.endpoint}?sessionId=${this.sessionId}\n\n`)
     this.stream = stream
+    this.keepAlive = armSseKeepAlive(this.keepAliveMs, () => {
+      if (!stream.destroyed && stream.writableLength <= streamBufferedBytesMark) stream.write(": keepalive\n\n")
+    })
     stream.on("close", () => this.end())
     stream.on("error", (error) => this.onerror?.(error))
   }
@@ -123,6 +135,7 @@ export class SseTransport implements Transport {
     if (this.closed) return
     this.closed = true
     this.stream = undefined
+    clearInterval(this.keepAlive)
     this.gate.close()
     this.onclose?.()
   }

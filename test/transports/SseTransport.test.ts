@@ -23,11 +23,11 @@ afterEach(async () => {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** A server of one SSE session, and a client whose stream is open: its endpoint, and what it received. */
-const connected = async () => {
+const connected = async (keepAliveMs?: number) => {
   let transport: SseTransport | undefined
   const server: Server = createServer(async (req, res) => {
     if (req.method === "GET") {
-      transport = new SseTransport("/messages", res)
+      transport = new SseTransport("/messages", res, keepAliveMs)
       await transport.start()
       return
     }
@@ -151,5 +151,24 @@ describe("an SSE post the transport cannot take", () => {
     expect((await post(requestText(2))).status).toBe(202)
     for (let waited = 0; received.length < 1 && waited < 5_000; waited += 20) await sleep(20)
     expect(received).toEqual([{ jsonrpc: "2.0", id: 2, result: {} }])
+  })
+})
+
+describe("an SSE stream with nothing to carry", () => {
+  it("carries keepalive comments, which are no messages, and tells proxies not to buffer it", async () => {
+    const { stream, received, post, transport } = await connected(50)
+    transport.onmessage = (message) => {
+      if ("id" in message) void transport.send({ jsonrpc: "2.0", id: message.id, result: {} } as JSONRPCMessage)
+    }
+    let raw = ""
+    stream.on("data", (chunk: Buffer) => {
+      raw += chunk.toString("utf8")
+    })
+    expect(stream.headers["x-accel-buffering"]).toBe("no")
+    await sleep(300)
+    expect(raw.split(": keepalive\n\n").length - 1).toBeGreaterThanOrEqual(2)
+    expect((await post(requestText(1))).status).toBe(202)
+    for (let waited = 0; received.length < 1 && waited < 5_000; waited += 20) await sleep(20)
+    expect(received).toEqual([{ jsonrpc: "2.0", id: 1, result: {} }])
   })
 })
