@@ -28,6 +28,7 @@
 import type { Readable, Writable } from "node:stream"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
+import { drained } from "./Drained.ts"
 import { jsonPieceChars, jsonPieces } from "./JsonPieces.ts"
 import {
   cutMessageEndBytes,
@@ -90,8 +91,6 @@ export class StdioLineTransport implements Transport {
   onend?: () => void
   /** Set once the output failed or closed: nothing written reaches the client any more. */
   private outputGone = false
-  /** Resolves `drained` when the output goes before its "drain". */
-  private releaseDrained: (() => void) | undefined
   private readonly gate = new RequestGate(
     (message) => {
       try {
@@ -126,7 +125,6 @@ export class StdioLineTransport implements Transport {
   /** The client's end of the output is gone: writes waiting for its "drain" would wait for ever. */
   private readonly onOutputGone = () => {
     this.outputGone = true
-    this.releaseDrained?.()
     this.gate.setOutputGone()
   }
 
@@ -214,25 +212,18 @@ export class StdioLineTransport implements Transport {
     void this.write(`${JSON.stringify(errorReply(id, code, message))}\n`)
   }
 
-  /** Resolves at the output's next "drain" while it is full; one listener however many writes wait. */
-  private drained: Promise<void> | undefined
+  /** Resolves once the output is not full any more (drained, or gone); set while it is full. */
+  private roomAgain: Promise<void> | undefined
 
   private write(text: string): Promise<void> {
     if (this.outputGone || this.output.destroyed) return Promise.resolve()
-    if (this.output.write(text)) return this.drained ?? Promise.resolve()
+    if (this.output.write(text)) return this.roomAgain ?? Promise.resolve()
     this.gate.setOutputFull(true)
-    this.drained ??= new Promise((resolve) => {
-      const release = () => {
-        this.output.off("drain", release)
-        this.drained = undefined
-        this.releaseDrained = undefined
-        resolve()
-        this.gate.setOutputFull(false)
-      }
-      this.releaseDrained = release
-      this.output.on("drain", release)
+    this.roomAgain ??= drained(this.output).then(() => {
+      this.roomAgain = undefined
+      this.gate.setOutputFull(false)
     })
-    return this.drained
+    return this.roomAgain
   }
 
   async send(message: JSONRPCMessage): Promise<void> {

@@ -42,22 +42,11 @@ import {
   type MessageExtraInfo,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from "@modelcontextprotocol/sdk/types.js"
+import { drained } from "./Drained.ts"
 import { isRequest, jsonRpcMessageOf, type RequestId } from "./JsonRpcText.ts"
 
 /** Bytes waiting to go out on the GET stream past which `send` waits for them to go before it writes. */
 export const standaloneBufferedBytesMark = 64 * 1024
-
-/** Resolves once `res` has drained or closed. */
-const drainedOrClosed = (res: ServerResponse): Promise<void> =>
-  new Promise((resolve) => {
-    const done = () => {
-      res.off("drain", done)
-      res.off("close", done)
-      resolve()
-    }
-    res.on("drain", done)
-    res.on("close", done)
-  })
 
 /** How a session's transport is told about its id. */
 export interface StreamableHttpOptions {
@@ -76,8 +65,6 @@ interface SseStream {
   headed: boolean
   open: boolean
   keepAlive: NodeJS.Timeout | undefined
-  /** Resolves when its response drains or closes, while a send waits for that (one for every waiting send). */
-  drained: Promise<void> | undefined
 }
 
 const sseHeaders = (sessionId: string | undefined): Record<string, string> => ({
@@ -249,7 +236,7 @@ export class StreamableHttpTransport implements Transport {
 
   private open(res: ServerResponse, unanswered: Set<RequestId>, headed: boolean): SseStream {
     if (headed) res.writeHead(200, sseHeaders(this.sessionId))
-    const stream: SseStream = { res, unanswered, headed, open: true, keepAlive: undefined, drained: undefined }
+    const stream: SseStream = { res, unanswered, headed, open: true, keepAlive: undefined }
     stream.keepAlive = armSseKeepAlive(this.options.keepAliveMs ?? DEFAULT_SSE_KEEP_ALIVE_MS, () => {
       if (stream.open && res.writableLength <= standaloneBufferedBytesMark) this.head(stream).write(": keepalive\n\n")
     })
@@ -307,11 +294,7 @@ export class StreamableHttpTransport implements Transport {
   private async sendUnrelated(event: string): Promise<void> {
     let stream = this.standalone
     while (stream?.open === true && stream.res.writableLength > standaloneBufferedBytesMark) {
-      const waiting = stream
-      waiting.drained ??= drainedOrClosed(waiting.res).then(() => {
-        waiting.drained = undefined
-      })
-      await waiting.drained
+      await drained(stream.res)
       stream = this.standalone
     }
     if (stream?.open === true) stream.res.write(event)
