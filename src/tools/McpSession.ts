@@ -362,32 +362,21 @@ export const startSession = (
      * made while one is being written are told by one more once it is out. A client that does not
      * read its stream then holds one notification, not one per batch of writes — a wait for it to
      * drain (StreamableHttpTransport.ts) would otherwise keep the bus's events for this session
-     * until its subscription overflowed (`eventBusCapacity` of them).
+     * until its subscription overflowed (`eventBusCapacity` of them). `updating` holds the resources
+     * whose notification is on its way, true when another is owed once it is out.
      */
-    const updateSenders = new Map<string, () => void>()
+    const updating = new Map<string, boolean>()
     const tellUpdated = (uri: string): void => {
-      let send = updateSenders.get(uri)
-      if (send === undefined) {
-        let sending = false
-        let again = false
-        send = () => {
-          if (sending) {
-            again = true
-            return
-          }
-          sending = true
-          again = false
-          void server
-            .sendResourceUpdated({ uri })
-            .catch(() => undefined)
-            .finally(() => {
-              sending = false
-              if (again) send!()
-            })
-        }
-        updateSenders.set(uri, send)
-      }
-      send()
+      if (updating.has(uri)) return void updating.set(uri, true)
+      updating.set(uri, false)
+      void server
+        .sendResourceUpdated({ uri })
+        .catch(() => undefined)
+        .finally(() => {
+          const again = updating.get(uri) === true
+          updating.delete(uri)
+          if (again) tellUpdated(uri)
+        })
     }
     /**
      * Follows committed events only once the client subscribed to the graph: a session that never
