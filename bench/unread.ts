@@ -11,12 +11,19 @@
  * runs another build beside this one (`npm run build` first); `UNREAD_WAYS=stdio,sse` only those.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { readFileSync } from "node:fs"
 import { type IncomingMessage, request } from "node:http"
 import type { Readable } from "node:stream"
-import WebSocket from "ws"
 import { onSseEvents } from "../test/support/gatedTransports.ts"
-import { builtCliArgs, cleanup, type DaemonProcess, sleep, startDaemon, tempDir } from "../test/transports/harness.ts"
+import {
+  authHeaders,
+  builtCliArgs,
+  cleanup,
+  type DaemonProcess,
+  openRawWs,
+  sleep,
+  startDaemon,
+  tempDir,
+} from "../test/transports/harness.ts"
 import { memoryOf } from "./ProcessStats.ts"
 import { type BenchSuite, round } from "./Table.ts"
 
@@ -100,33 +107,24 @@ const stdioClient = async (cli: string): Promise<UnreadClient> => {
   }
 }
 
-const authOf = (daemon: DaemonProcess) => ({
-  authorization: `Bearer ${readFileSync(`${daemon.dataDir}/token`, "utf8").trim()}`,
-})
-
 const wsClient = async (daemon: DaemonProcess): Promise<UnreadClient> => {
-  const socket = new WebSocket(`${daemon.url.replace(/^http/, "ws")}/ws`, { headers: authOf(daemon) })
-  await new Promise((resolve, reject) => socket.once("open", resolve).once("error", reject))
+  const { socket, sendText } = await openRawWs(daemon.url, { dataDir: daemon.dataDir })
   const answered = new Set<number>()
   socket.on("message", (data) => {
     const id = idOf(String(data))
     if (id !== undefined) answered.add(id)
   })
-  const send = async (message: Record<string, unknown>) => socket.send(text(message))
-  await send(initialize)
-  await waitUntil("initialize answered", () => answered.has(1), 30_000)
-  await send(initialized)
   const raw = (socket as unknown as { _socket: { pause: () => void; resume: () => void } })._socket
   return {
     serverPid: daemon.pid,
-    send,
+    send: async (message) => sendText(text(message)),
     reading: (on) => (on ? raw.resume() : raw.pause()),
     answered,
     close: async () => socket.terminate(),
   }
 }
 
-/** A POST of `body` to the daemon; resolves with its status and its response (left unread when `unread`). */
+/** A POST of `body` to the daemon; resolves with its response once its head has come. */
 const post = (daemon: DaemonProcess, path: string, body: string, headers: Record<string, string>) =>
   new Promise<IncomingMessage>((resolve, reject) =>
     request(
@@ -135,7 +133,7 @@ const post = (daemon: DaemonProcess, path: string, body: string, headers: Record
         port: daemon.port,
         path,
         method: "POST",
-        headers: { ...authOf(daemon), "content-type": "application/json", ...headers },
+        headers: { ...authHeaders(daemon.dataDir), "content-type": "application/json", ...headers },
       },
       resolve,
     )
@@ -145,7 +143,7 @@ const post = (daemon: DaemonProcess, path: string, body: string, headers: Record
 
 const sseClient = async (daemon: DaemonProcess): Promise<UnreadClient> => {
   const stream = await new Promise<IncomingMessage>((resolve, reject) =>
-    request({ host: daemon.host, port: daemon.port, path: "/sse", headers: authOf(daemon) }, resolve)
+    request({ host: daemon.host, port: daemon.port, path: "/sse", headers: authHeaders(daemon.dataDir) }, resolve)
       .on("error", reject)
       .end(),
   )

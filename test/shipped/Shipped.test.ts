@@ -33,6 +33,7 @@ import { closedPort, startHub, tinyModel } from "../search/hubServer.ts"
 import { onSseEvents } from "../support/gatedTransports.ts"
 import { threadsUnder } from "../support/threads.ts"
 import {
+  authHeaders,
   cleanup,
   connectClient,
   type DaemonProcess,
@@ -592,7 +593,7 @@ describe(`the installed product on Node ${productNodeVersion}`, () => {
     // Each read_graph answer is larger than what the stream may hold before requests wait
     // (SseTransport.ts), so most of the 40 are held until the client reads.
     const { request } = await import("node:http")
-    const headers = { authorization: `Bearer ${readFileSync(join(daemon.dataDir, "token"), "utf8").trim()}` }
+    const headers = authHeaders(daemon.dataDir)
     const stream = await new Promise<import("node:http").IncomingMessage>((resolve, reject) =>
       request({ host: daemon.host, port: daemon.port, path: "/sse", headers }, resolve).on("error", reject).end(),
     )
