@@ -26,12 +26,10 @@ import { asModuleFunction } from "./moduleFunction.mjs"
  * outside): bundled, their code is in the code cache instead of compiled by every process that
  * loads them (~20 and ~10 ms).
  *
- * Two of the SDK's own dependencies are in package.json (at the SDK's versions) only to stay
- * outside, where they resolve from mnemos's own node_modules when first used: ajv and ajv-formats,
- * its JSON Schema validator (only `elicitInput` uses it, which mnemos never sends). Bundled they
- * and raw-body (with iconv-lite's code tables, which the SDK's legacy SSE transport used before
- * mnemos had its own, SseTransport.ts) were 0.8 MiB of the CLI's 4.3, which every start read,
- * hashed and handed to V8 for nothing.
+ * Of the MCP SDK, only three small helpers of the Streamable HTTP transport are bundled (its
+ * batch limit, SSE keepalive and media type check): the session's protocol is mnemos's own
+ * (src/tools/McpServer.ts), so the SDK's server, its Zod schemas and its JSON Schema validator (Ajv)
+ * are in no process (docs/benchmarks.md, "The MCP session without the SDK's server").
  */
 const bundled = new Set(["effect", "@effect/platform-node", "@modelcontextprotocol/sdk", "ws", "ulid", "crc-32"])
 const { dependencies } = JSON.parse(readFileSync("package.json", "utf8"))
@@ -104,37 +102,6 @@ const lazyGraphemeSegmenter = {
 }
 
 /**
- * The MCP SDK's `Server` builds an Ajv instance with every string format (its JSON Schema
- * validator, `validation/ajv-provider.js`) in its constructor, and that module loads Ajv and
- * ajv-formats when it loads: about 15 ms of every start before a first answer, and half a
- * millisecond for every session, though the validator serves only `elicitInput`, which mnemos
- * never sends. Here both wait for the validator's first use. As above, a changed SDK file is
- * bundled unchanged, with a warning.
- */
-const lazyAjvValidator = {
-  name: "lazy-ajv-validator",
-  setup: (build) =>
-    build.onLoad(
-      { filter: /[\\/]@modelcontextprotocol[\\/]sdk[\\/]dist[\\/]esm[\\/]validation[\\/]ajv-provider\.js$/ },
-      async ({ path }) => {
-        const source = await readFile(path, "utf8")
-        const imports = "import Ajv from 'ajv';\nimport _addFormats from 'ajv-formats';"
-        const construct = "this._ajv = ajv ?? createDefaultAjvInstance();"
-        if (!source.includes(imports) || !source.includes(construct)) {
-          console.warn(`bundle: ${path} no longer loads Ajv as expected; bundled unchanged`)
-          return undefined
-        }
-        const lazyImports =
-          "const Ajv = function (options) { return new (require('ajv').default)(options); };\n" +
-          "const _addFormats = (ajv) => require('ajv-formats').default(ajv);"
-        const lazyConstruct =
-          'Object.defineProperty(this, "_ajv", { configurable: true, get: () => { const built = ajv ?? createDefaultAjvInstance(); Object.defineProperty(this, "_ajv", { value: built }); return built; } });'
-        return { contents: source.replace(imports, lazyImports).replace(construct, lazyConstruct), loader: "js" }
-      },
-    ),
-}
-
-/**
  * effect's bounded PubSub fills its two rings with `Array.from({ length: capacity })`, element by
  * element: for the event bus's 65,536 slots (src/stores/EventBus.ts) 8 ms of every start on Node 20
  * and 14 ms on Node 22, before a first answer. `new Array(capacity)` makes the same rings (holes
@@ -183,7 +150,7 @@ const cli = await build({
   outfile: "dist/bundle/cli.cjs",
   format: "cjs",
   external: externalBut(lmdbBundled ? ["lmdb"] : []),
-  plugins: [lazyGraphemeSegmenter, lazyAjvValidator, pubSubRings, ...(lmdbBundled ? [lmdbInside] : [])],
+  plugins: [lazyGraphemeSegmenter, pubSubRings, ...(lmdbBundled ? [lmdbInside] : [])],
   // ASCII only (other characters escaped): the launcher decodes it as Latin-1 into a one-byte string,
   // several times faster than UTF-8 into a two-byte one, and V8 scans one-byte source faster.
   charset: "ascii",

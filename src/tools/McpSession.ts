@@ -1,13 +1,12 @@
 /**
- * One MCP session: an SDK `Server` bound to the tool catalogue and the engine, for one connected
- * client over any SDK transport (stdio, WebSocket, Streamable HTTP, SSE).
+ * One MCP session: the session's protocol (McpServer.ts) bound to the tool catalogue and the
+ * engine, for one connected client over any transport (stdio, WebSocket, Streamable HTTP, SSE).
  *
  * Owns the session's project and resource subscriptions. The project comes from the client's MCP
  * roots when it offers them (the first root's directory name; re-read on roots/list_changed),
  * else "default"; it is resolved once, lazily, before the first call that needs it. Arguments are
  * decoded with each tool's Schema; a decoding failure, an unknown tool or a failing handler all
- * become `isError` results, so no input can crash the server. Plain `tools/call` requests reach
- * the handler straight from the transport, without the SDK's parsing (DirectToolCalls.ts). Committed graph events in the
+ * become `isError` results, so no input can crash the server. Committed graph events in the
  * session's project notify the client when it subscribed to `memory://knowledge-graph`. Extra
  * resources (the daemon's terminal and editor telemetry) come from `ResourceProvider`s: listed,
  * read as JSON, and announced to subscribed clients when their provider signals a change.
@@ -17,25 +16,8 @@
  */
 import { basename } from "node:path"
 import { fileURLToPath } from "node:url"
-import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
-import {
-  CallToolRequestSchema,
-  type CallToolResult,
-  ErrorCode,
-  GetPromptRequestSchema,
-  InitializeRequestSchema,
-  ListPromptsRequestSchema,
-  ListResourcesRequestSchema,
-  ListToolsRequestSchema,
-  McpError,
-  PingRequestSchema,
-  ReadResourceRequestSchema,
-  type Resource,
-  RootsListChangedNotificationSchema,
-  SubscribeRequestSchema,
-  UnsubscribeRequestSchema,
-} from "@modelcontextprotocol/sdk/types.js"
+import type { CallToolResult, Resource } from "@modelcontextprotocol/sdk/types.js"
 import { type Context, Effect, Exit, Fiber, PubSub, Result, Schema, Scope, Semaphore } from "effect"
 import { Router } from "../actors/Router.ts"
 import { buildInfo } from "../cli/BuildInfo.ts"
@@ -46,8 +28,8 @@ import { defaultProjectName } from "../graph/Model.ts"
 import { filterPrivate } from "../privacy/PrivacyFilter.ts"
 import { EventBus, isDomainEvent } from "../stores/EventBus.ts"
 import { promptsFor } from "./Catalogue.ts"
-import { answeringToolCalls, type CallTool } from "./DirectToolCalls.ts"
-import { checkingParams, type RequestSchema } from "./ParamsCheck.ts"
+import { CallToolParams, GetPromptParams, ListParams, UriParams } from "./McpParams.ts"
+import { errorCodes, McpProtocolError, McpServer } from "./McpServer.ts"
 import { retryKey } from "./RetryKey.ts"
 import type { SessionServices, Tool, ToolCaller, ToolError } from "./Tool.ts"
 
@@ -62,22 +44,6 @@ const storeSizedAnswers = Semaphore.makeUnsafe(storeSizedAnswersMax)
 
 /** The resource holding the caller's whole graph. */
 export const knowledgeGraphUri = "memory://knowledge-graph"
-
-/** The schema of each method a session answers, checked before the SDK parses (ParamsCheck.ts). */
-const paramsSchemas: ReadonlyMap<string, RequestSchema> = new Map(
-  [
-    InitializeRequestSchema,
-    PingRequestSchema,
-    ListToolsRequestSchema,
-    CallToolRequestSchema,
-    ListResourcesRequestSchema,
-    ReadResourceRequestSchema,
-    SubscribeRequestSchema,
-    UnsubscribeRequestSchema,
-    ListPromptsRequestSchema,
-    GetPromptRequestSchema,
-  ].map((schema): [string, RequestSchema] => [schema.shape.method.value, schema]),
-)
 
 /** A resource beyond the knowledge graph, served as JSON; not scoped to the session's project. */
 export interface ResourceProvider {
@@ -138,12 +104,12 @@ export const rootDirOf = (uri: string): string | undefined => {
 export const startSession = (
   transport: Transport,
   options: SessionOptions,
-): Effect.Effect<Server, never, SessionServices | Scope.Scope> =>
+): Effect.Effect<McpServer, never, SessionServices | Scope.Scope> =>
   Effect.gen(function* () {
     const context: Context.Context<SessionServices> = yield* Effect.context<SessionServices>()
     const run = <A, E>(effect: Effect.Effect<A, E, SessionServices>) => Effect.runPromiseExitWith(context)(effect)
     const prompts = promptsFor(options.tools)
-    const server = new Server(
+    const server = new McpServer(
       { name: "mnemos", version: buildInfo().version },
       {
         capabilities: { tools: {}, resources: { subscribe: true }, ...(prompts.length > 0 ? { prompts: {} } : {}) },
@@ -163,27 +129,29 @@ export const startSession = (
      * GET stream may not be open yet, and a message sent there before it is would be lost).
      */
     const resolveProject = async (relatedRequestId?: string | number): Promise<string> => {
-      if (!server.getClientCapabilities()?.roots) return defaultProjectName
+      if (server.clientCapabilities()?.roots === undefined) return defaultProjectName
       try {
-        const { roots } = await server.listRoots(undefined, {
-          timeout: 5_000,
+        const { roots } = await server.request("roots/list", undefined, {
+          timeoutMs: 5_000,
           ...(relatedRequestId !== undefined ? { relatedRequestId } : {}),
         })
-        const first = roots[0]
-        rootDir = first === undefined ? undefined : rootDirOf(first.uri)
-        return (first && projectFromRoot(first.uri, first.name)) ?? defaultProjectName
+        const first = Array.isArray(roots) ? (roots[0] as { uri?: unknown; name?: unknown } | undefined) : undefined
+        if (typeof first?.uri !== "string") return defaultProjectName
+        const name = typeof first.name === "string" ? first.name : undefined
+        rootDir = rootDirOf(first.uri)
+        return projectFromRoot(first.uri, name) ?? defaultProjectName
       } catch {
         return defaultProjectName
       }
     }
     const project = (relatedRequestId?: string | number) => (projectPromise ??= resolveProject(relatedRequestId))
-    server.setNotificationHandler(RootsListChangedNotificationSchema, async () => {
+    server.onNotification("notifications/roots/list_changed", () => {
       projectPromise = resolveProject()
     })
 
     // Who connected, over which transport: one audit entry per session (when the engine keeps a ledger).
     server.oninitialized = () => {
-      const client = server.getClientVersion()
+      const client = server.clientInfo()
       const who = `${client?.name ?? "unknown"}/${client?.version ?? "?"}`
       void run(
         Effect.gen(function* () {
@@ -210,7 +178,7 @@ export const startSession = (
 
     /** Who calls; with a stable client id, the request's retry key (RetryKey.ts) too. */
     const caller = async (requestId: string | number, method: string, params: unknown): Promise<ToolCaller> => {
-      const client = server.getClientVersion()
+      const client = server.clientInfo()
       const scope = await project(requestId)
       return {
         project: scope,
@@ -226,12 +194,16 @@ export const startSession = (
       }
     }
 
-    server.setRequestHandler(ListToolsRequestSchema, async () => ({
+    server.handle("tools/list", ListParams, () => ({
       tools: options.tools.map((tool) => tool.definition) as never,
     }))
 
-    /** Answers a tool call; plain calls come straight from the transport (DirectToolCalls.ts). */
-    const callTool: CallTool = async (name, args, requestId) => {
+    /** Answers a tool call. */
+    const callTool = async (
+      name: string,
+      args: Record<string, unknown> | undefined,
+      requestId: string | number,
+    ): Promise<CallToolResult> => {
       const tool = toolsByName.get(name)
       if (tool === undefined) return isError(`MCP error -32602: Tool ${name} not found`)
       if (tool.answerScalesWithStore !== true) return answerCall(tool, args, requestId)
@@ -283,35 +255,37 @@ export const startSession = (
         } as ToolError),
       )
     }
-    server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-      callTool(request.params.name, request.params.arguments, extra.requestId),
+    server.handle("tools/call", CallToolParams, (params, extra) =>
+      callTool(params.name as string, params.arguments as Record<string, unknown> | undefined, extra.requestId),
     )
 
     if (prompts.length > 0) {
       const promptsByName = new Map(prompts.map((prompt) => [prompt.definition.name, prompt]))
-      server.setRequestHandler(ListPromptsRequestSchema, async () => ({
+      server.handle("prompts/list", ListParams, () => ({
         prompts: prompts.map((prompt) => prompt.definition) as never,
       }))
-      server.setRequestHandler(GetPromptRequestSchema, async (request, extra) => {
-        const prompt = promptsByName.get(request.params.name)
-        if (prompt === undefined) throw new McpError(ErrorCode.InvalidParams, `Prompt ${request.params.name} not found`)
-        const args = request.params.arguments ?? {}
+      server.handle("prompts/get", GetPromptParams, async (params, extra) => {
+        const { name, arguments: given } = params as { name: string; arguments?: Record<string, string> }
+        const prompt = promptsByName.get(name)
+        if (prompt === undefined) throw new McpProtocolError(errorCodes.invalidParams, `Prompt ${name} not found`)
+        const args = given ?? {}
         const exit = await run(
-          prompt.get(
-            args,
-            await caller(extra.requestId, request.method, { name: request.params.name, arguments: args }),
-          ),
+          prompt.get(args, await caller(extra.requestId, "prompts/get", { name, arguments: args })),
         )
         if (Exit.isSuccess(exit)) return exit.value
         const failure = exit.cause.reasons.find((reason) => reason._tag === "Fail")
-        if (failure?._tag !== "Fail") throw new McpError(ErrorCode.InternalError, "internal error: the prompt failed")
+        if (failure?._tag !== "Fail")
+          throw new McpProtocolError(errorCodes.internalError, "internal error: the prompt failed")
         // Arguments the prompt cannot take are the caller's to mend (-32602), as a missing prompt is.
         const callersFault = failure.error.code === "VALIDATION_ERROR" || failure.error.code === "NOT_FOUND"
-        throw new McpError(callersFault ? ErrorCode.InvalidParams : ErrorCode.InternalError, failure.error.message)
+        throw new McpProtocolError(
+          callersFault ? errorCodes.invalidParams : errorCodes.internalError,
+          failure.error.message,
+        )
       })
     }
 
-    server.setRequestHandler(ListResourcesRequestSchema, async () => ({
+    server.handle("resources/list", ListParams, () => ({
       resources: [
         {
           uri: knowledgeGraphUri,
@@ -323,15 +297,15 @@ export const startSession = (
         ...[...providers.values()].map((provider) => provider.resource),
       ],
     }))
-    server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
-      const provider = providers.get(request.params.uri)
+    server.handle("resources/read", UriParams, async (params, extra) => {
+      const uri = params.uri as string
+      const provider = providers.get(uri)
       if (provider !== undefined) {
         const value = await Effect.runPromise(provider.read)
         const text = JSON.stringify(value, null, 2)
         return { contents: [{ uri: provider.resource.uri, mimeType: "application/json", text }] }
       }
-      if (request.params.uri !== knowledgeGraphUri)
-        throw new McpError(ErrorCode.InvalidParams, `Resource ${request.params.uri} not found`)
+      if (uri !== knowledgeGraphUri) throw new McpProtocolError(errorCodes.invalidParams, `Resource ${uri} not found`)
       const scope = await project(extra.requestId)
       const exit = await run(
         Effect.gen(function* () {
@@ -344,14 +318,15 @@ export const startSession = (
         contents: [{ uri: knowledgeGraphUri, mimeType: "application/json", text: JSON.stringify(exit.value, null, 2) }],
       }
     })
-    server.setRequestHandler(SubscribeRequestSchema, async (request, extra) => {
-      subscriptions.add(request.params.uri)
-      if (request.params.uri === knowledgeGraphUri) await run(followGraph)
+    server.handle("resources/subscribe", UriParams, async (params, extra) => {
+      const uri = params.uri as string
+      subscriptions.add(uri)
+      if (uri === knowledgeGraphUri) await run(followGraph)
       await project(extra.requestId)
       return {}
     })
-    server.setRequestHandler(UnsubscribeRequestSchema, async (request) => {
-      subscriptions.delete(request.params.uri)
+    server.handle("resources/unsubscribe", UriParams, (params) => {
+      subscriptions.delete(params.uri as string)
       return {}
     })
 
@@ -370,7 +345,7 @@ export const startSession = (
       if (updating.has(uri)) return void updating.set(uri, true)
       updating.set(uri, false)
       void server
-        .sendResourceUpdated({ uri })
+        .notify("notifications/resources/updated", { uri })
         .catch(() => undefined)
         .finally(() => {
           const again = updating.get(uri) === true
@@ -421,7 +396,7 @@ export const startSession = (
       }),
     )
 
-    yield* Effect.promise(() => server.connect(checkingParams(answeringToolCalls(transport, callTool), paramsSchemas)))
+    yield* Effect.promise(() => server.connect(transport))
     yield* Effect.addFinalizer(() =>
       Effect.promise(() => server.close().catch(() => undefined)).pipe(
         Effect.andThen(Fiber.interruptAll([...(notifier ? [notifier] : []), ...providerNotifiers])),

@@ -8,7 +8,7 @@
  *
  * as JSON-RPC 2.0 §5.1 says: an error whose request id cannot be determined carries id null.
  */
-import { type JSONRPCMessage, JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js"
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 
 /** Largest JSON-RPC message accepted as one WebSocket frame or one stdio line, in bytes. */
 export const jsonRpcMessageBytesMax = 16 * 1024 * 1024
@@ -30,6 +30,9 @@ export interface Refusal {
 /** A message, or why it is refused. */
 export type Decoded = { readonly message: JSONRPCMessage } | Refusal
 
+/** Why a message that is JSON but not JSON-RPC 2.0 is refused. */
+export const notJsonRpc = "not a JSON-RPC 2.0 message"
+
 /** The id of a (decoded or raw) message, when a reply can carry it; else null. */
 export const replyIdOf = (value: unknown): ReplyId => {
   if (typeof value !== "object" || value === null || !("id" in value)) return null
@@ -49,14 +52,9 @@ export const decodeJsonRpcText = (text: string): Decoded => {
       error: `not JSON: ${error instanceof Error ? error.message : String(error)}`,
     }
   }
-  const message = JSONRPCMessageSchema.safeParse(parsed)
-  if (!message.success)
-    return {
-      id: replyIdOf(parsed),
-      code: invalidRequestCode,
-      error: `not a JSON-RPC 2.0 message (${message.error.issues.map((issue) => issue.message).join("; ")})`,
-    }
-  return { message: message.data }
+  const message = jsonRpcMessageOf(parsed)
+  if (message === undefined) return { id: replyIdOf(parsed), code: invalidRequestCode, error: notJsonRpc }
+  return { message }
 }
 
 /** The refusal of a message of `bytes` bytes, above the limit. */

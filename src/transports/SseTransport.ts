@@ -28,7 +28,7 @@ import { armSseKeepAlive, DEFAULT_SSE_KEEP_ALIVE_MS } from "@modelcontextprotoco
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import { sendJson } from "./HttpBodies.ts"
-import { errorReply, invalidRequestCode, isRequest, jsonRpcMessageOf, replyIdOf } from "./JsonRpcText.ts"
+import { errorReply, invalidRequestCode, isRequest, jsonRpcMessageOf, notJsonRpc, replyIdOf } from "./JsonRpcText.ts"
 import { RequestGate } from "./RequestGate.ts"
 
 /** Bytes waiting to go out on the stream past which no further request starts until they have gone. */
@@ -92,7 +92,7 @@ export class SseTransport implements Transport {
     else if (type !== "application/json")
       sendJson(res, 415, { error: `messages are posted as application/json, not ${type || "untyped"}` })
     else if (message === undefined) {
-      const refused = errorReply(replyIdOf(body), invalidRequestCode, "not a JSON-RPC 2.0 message")
+      const refused = errorReply(replyIdOf(body), invalidRequestCode, notJsonRpc)
       this.onerror?.(new Error(refused.error.message))
       sendJson(res, 400, refused)
     } else if (isRequest(message) && !this.takingRequests)

@@ -36,12 +36,8 @@ import { MAX_BATCH_SIZE } from "@modelcontextprotocol/sdk/server/requestBody.js"
 import { armSseKeepAlive, DEFAULT_SSE_KEEP_ALIVE_MS } from "@modelcontextprotocol/sdk/server/sseKeepAlive.js"
 import { isJsonContentType } from "@modelcontextprotocol/sdk/shared/mediaType.js"
 import type { Transport, TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js"
-import {
-  isInitializeRequest,
-  type JSONRPCMessage,
-  type MessageExtraInfo,
-  SUPPORTED_PROTOCOL_VERSIONS,
-} from "@modelcontextprotocol/sdk/types.js"
+import type { JSONRPCMessage, MessageExtraInfo } from "@modelcontextprotocol/sdk/types.js"
+import { isInitializeRequest, supportedProtocolVersions } from "../tools/McpServer.ts"
 import { drained } from "./Drained.ts"
 import { isRequest, jsonRpcMessageOf, type RequestId } from "./JsonRpcText.ts"
 
@@ -225,11 +221,11 @@ export class StreamableHttpTransport implements Transport {
     if (!sessionId) return new Refused(400, -32000, "Bad Request: Mcp-Session-Id header is required")
     if (sessionId !== this.sessionId) return new Refused(404, -32001, "Session not found")
     const version = headerOf(req.headers, "mcp-protocol-version")
-    if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(version))
+    if (version !== undefined && !supportedProtocolVersions.includes(version))
       return new Refused(
         400,
         -32000,
-        `Bad Request: Unsupported protocol version: ${version} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(", ")})`,
+        `Bad Request: Unsupported protocol version: ${version} (supported versions: ${supportedProtocolVersions.join(", ")})`,
       )
     return undefined
   }

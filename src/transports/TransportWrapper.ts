@@ -1,6 +1,6 @@
 /**
  * A Transport around another, for layers that look at every incoming message (DrainingTransport.ts
- * counts requests in flight, tools/ParamsCheck.ts answers malformed ones). It chains, never
+ * counts requests in flight, SessionActivity.ts reports a session busy). It chains, never
  * replaces, the close and error handlers set on the inner transport before it (the HTTP server's
  * session bookkeeping), passes start, send, close, the session id and the protocol version
  * through, and hands each incoming message to `receive`, which decides whether `onmessage` sees it.

@@ -7,7 +7,7 @@
  * - come back as an `isError` tool result with a clear message (a validation error naming the
  *   tool, or a domain error such as "Entity with name X not found"), or as a valid result when
  *   the arguments happen to be valid; arguments that are not a JSON object at all are refused
- *   by the MCP SDK at the protocol level (a JSON-RPC error), which is also accepted;
+ *   by the session at the protocol level (a JSON-RPC -32602 error), which is also accepted;
  * - agree with the tool's advertised inputSchema: arguments the schema rejects must fail, and a
  *   success means the schema accepts them;
  * - leave the graph unchanged when it fails (read_graph before/after), and leave the server
@@ -294,7 +294,7 @@ const checkCall = async (
   // What actually travels: JSON (undefined members vanish, NaN becomes null, ...).
   const wire: unknown = JSON.parse(JSON.stringify(args) ?? "null")
   if (!isPlainObject(wire)) {
-    // The SDK refuses non-object `arguments` before any tool runs: a JSON-RPC error.
+    // The session refuses non-object `arguments` before any tool runs: a JSON-RPC error (McpParams.ts).
     const refused = await call(server.client, tool.name, wire).then(
       (result) => result,
       (error: unknown) => error,
@@ -417,7 +417,7 @@ describe("malformed arguments", () => {
       expect(await readGraph(server.client)).toEqual(graph)
     }
     console.log(
-      `MalformedArguments outcomes (isError / valid / refused by the SDK): ${Object.entries(tally)
+      `MalformedArguments outcomes (isError / valid / refused as invalid params): ${Object.entries(tally)
         .map(([name, counts]) => `${name} ${counts.error}/${counts.ok}/${counts.protocol}`)
         .join(", ")}`,
     )
