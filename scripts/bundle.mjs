@@ -22,16 +22,16 @@ import { asModuleFunction } from "./moduleFunction.mjs"
 
 /**
  * The packages bundled (with what they import); every other dependency stays external. ws,
- * ulid and crc-32 are plain JavaScript (ws's optional native helpers, bufferutil and utf-8-validate, stay
- * outside): bundled, their code is in the code cache instead of compiled by every process that
- * loads them (~20 and ~10 ms).
+ * ulid, crc-32 and content-type (the Streamable HTTP transport's media type check, MediaType.ts) are
+ * plain JavaScript (ws's optional native helpers, bufferutil and utf-8-validate, stay outside):
+ * bundled, their code is in the code cache instead of compiled by every process that loads them
+ * (~20 and ~10 ms).
  *
- * Of the MCP SDK, only three small helpers of the Streamable HTTP transport are bundled (its
- * batch limit, SSE keepalive and media type check): the session's protocol is mnemos's own
- * (src/tools/McpServer.ts), so the SDK's server, its Zod schemas and its JSON Schema validator (Ajv)
- * are in no process (docs/benchmarks.md, "The MCP session without the SDK's server").
+ * The MCP SDK is in no process: the session's protocol and the transports are mnemos's own (src/tools/McpServer.ts),
+ * and the SDK is a devDependency, for its types and the tests' clients (docs/benchmarks.md, "The MCP
+ * session without the SDK's server").
  */
-const bundled = new Set(["effect", "@effect/platform-node", "@modelcontextprotocol/sdk", "ws", "ulid", "crc-32"])
+const bundled = new Set(["effect", "@effect/platform-node", "ws", "ulid", "crc-32", "content-type"])
 const { dependencies } = JSON.parse(readFileSync("package.json", "utf8"))
 const externalBut = (inside) =>
   [

@@ -24,12 +24,12 @@
  */
 import { randomUUID } from "node:crypto"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import { armSseKeepAlive, DEFAULT_SSE_KEEP_ALIVE_MS } from "@modelcontextprotocol/sdk/server/sseKeepAlive.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import { sendJson } from "./HttpBodies.ts"
 import { errorReply, invalidRequestCode, isRequest, jsonRpcMessageOf, notJsonRpc, replyIdOf } from "./JsonRpcText.ts"
 import { RequestGate } from "./RequestGate.ts"
+import { armSseKeepAlive, sseKeepAliveMs } from "./SseKeepAlive.ts"
 
 /** Bytes waiting to go out on the stream past which no further request starts until they have gone. */
 export const streamBufferedBytesMark = 256 * 1024
@@ -63,7 +63,7 @@ export class SseTransport implements Transport {
   constructor(
     private readonly endpoint: string,
     private readonly response: ServerResponse,
-    private readonly keepAliveMs = DEFAULT_SSE_KEEP_ALIVE_MS,
+    private readonly keepAliveMs = sseKeepAliveMs,
   ) {}
 
   async start(): Promise<void> {

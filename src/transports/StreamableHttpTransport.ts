@@ -32,14 +32,16 @@
  * with every write for as long as the stream stayed open. Its keepalive comment is skipped meanwhile.
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http"
-import { MAX_BATCH_SIZE } from "@modelcontextprotocol/sdk/server/requestBody.js"
-import { armSseKeepAlive, DEFAULT_SSE_KEEP_ALIVE_MS } from "@modelcontextprotocol/sdk/server/sseKeepAlive.js"
-import { isJsonContentType } from "@modelcontextprotocol/sdk/shared/mediaType.js"
 import type { Transport, TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { JSONRPCMessage, MessageExtraInfo } from "@modelcontextprotocol/sdk/types.js"
 import { isInitializeRequest, supportedProtocolVersions } from "../tools/McpServer.ts"
 import { drained } from "./Drained.ts"
 import { isRequest, jsonRpcMessageOf, type RequestId } from "./JsonRpcText.ts"
+import { isJsonContentType } from "./MediaType.ts"
+import { armSseKeepAlive, sseKeepAliveMs } from "./SseKeepAlive.ts"
+
+/** Messages one POST may carry as a JSON-RPC batch (the MCP SDK's limit). */
+export const batchMessagesMax = 100
 
 /** Bytes waiting to go out on the GET stream past which `send` waits for them to go before it writes. */
 export const standaloneBufferedBytesMark = 64 * 1024
@@ -148,8 +150,8 @@ export class StreamableHttpTransport implements Transport {
     if (contentType !== "application/json" && !isJsonContentType(contentType))
       return new Refused(415, -32000, "Unsupported Media Type: Content-Type must be application/json")
     if (body === undefined) return new Refused(400, -32700, "Parse error: Invalid JSON")
-    if (Array.isArray(body) && body.length > MAX_BATCH_SIZE)
-      return new Refused(400, -32600, `Invalid Request: Batch must not exceed ${MAX_BATCH_SIZE} messages`)
+    if (Array.isArray(body) && body.length > batchMessagesMax)
+      return new Refused(400, -32600, `Invalid Request: Batch must not exceed ${batchMessagesMax} messages`)
     const messages: Array<JSONRPCMessage> = []
     for (const value of Array.isArray(body) ? body : [body]) {
       const message = jsonRpcMessageOf(value)
@@ -233,7 +235,7 @@ export class StreamableHttpTransport implements Transport {
   private open(res: ServerResponse, unanswered: Set<RequestId>, headed: boolean): SseStream {
     if (headed) res.writeHead(200, sseHeaders(this.sessionId))
     const stream: SseStream = { res, unanswered, headed, open: true, keepAlive: undefined }
-    stream.keepAlive = armSseKeepAlive(this.options.keepAliveMs ?? DEFAULT_SSE_KEEP_ALIVE_MS, () => {
+    stream.keepAlive = armSseKeepAlive(this.options.keepAliveMs ?? sseKeepAliveMs, () => {
       if (stream.open && res.writableLength <= standaloneBufferedBytesMark) this.head(stream).write(": keepalive\n\n")
     })
     this.streams.add(stream)
