@@ -2,9 +2,15 @@
 // built (version, git commit, time) so `mnemos --version` and `/api/version` can say exactly which
 // code is running.
 import { execFileSync } from "node:child_process"
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
 
 const run = (cmd, args) => execFileSync(cmd, args, { stdio: "inherit" })
+// What an earlier build left goes first: the compiled file of a source removed since would otherwise
+// ship in the package (`files` takes all of dist/). The embedding model stays: converting it is slow,
+// and scripts/build-embeddings.mjs checks that it is current.
+for (const entry of existsSync("dist") ? readdirSync("dist") : [])
+  if (entry !== "models") rmSync(join("dist", entry), { recursive: true, force: true })
 run(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.json"])
 // The dashboard: type-checked on its own (browser types), then bundled by Vite into dist/dashboard
 // (see vite.config.ts).

@@ -44,7 +44,7 @@ import {
   tempDir,
   waitFor,
 } from "../transports/harness.ts"
-import { installedProduct, type Product, productNode, productNodeVersion } from "./product.ts"
+import { installedProduct, leftByAnEarlierBuild, type Product, productNode, productNodeVersion } from "./product.ts"
 
 let product: Product
 let daemon: DaemonProcess
@@ -412,6 +412,12 @@ describe(`the installed product on Node ${productNodeVersion}`, () => {
     const help = await runProduct(["--help"])
     assert.strictEqual(help.code, 0, help.stderr)
     assert.include(help.stdout, "serve")
+  })
+
+  it("holds only what this build made: a file an earlier build left in dist/ is not shipped", () => {
+    const dist = dirname(product.cli)
+    assert.isTrue(existsSync(join(dist, "tools", "McpServer.js")), "the build's own files are there")
+    assert.isFalse(existsSync(join(dist, "tools", leftByAnEarlierBuild)), "a stale file was packed")
   })
 
   it("every package the bundle leaves outside it resolves inside the installed product", () => {

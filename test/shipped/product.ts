@@ -23,6 +23,9 @@ export const productNode = process.env.MNEMOS_TEST_NODE ?? process.execPath
 /** `node --version` of `productNode`. */
 export const productNodeVersion = execFileSync(productNode, ["--version"], { encoding: "utf8" }).trim()
 
+/** A file planted in dist/ before the product is packed, as an earlier build would leave one. */
+export const leftByAnEarlierBuild = "LeftByAnEarlierBuild.js"
+
 /** The installed product. */
 export interface Product {
   /** The directory the tarball was installed into. */
@@ -92,6 +95,9 @@ export const installedProduct = (): Product => {
   symlinkSync(join(repoRoot, "node_modules"), join(clone, "node_modules"))
   if (existsSync(join(repoRoot, "dist", "models")))
     cpSync(join(repoRoot, "dist", "models"), join(clone, "dist", "models"), { recursive: true })
+  // As an earlier build leaves the compiled file of a source removed since: the build must not ship it.
+  mkdirSync(join(clone, "dist", "tools"), { recursive: true })
+  writeFileSync(join(clone, "dist", "tools", leftByAnEarlierBuild), "export {}\n")
   const packed = join(dir, "packed")
   mkdirSync(packed)
   run("npm", ["pack", "--pack-destination", packed], clone)
