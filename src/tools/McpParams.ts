@@ -54,8 +54,14 @@ export const describeIssues = (issues: ReadonlyArray<Issue>): string =>
 
 const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
 
-/** Why `params` do not fit `schema`, as one line; undefined when they fit. */
-export const paramsIssues = (schema: ParamsSchema, params: unknown): string | undefined => {
-  const decoded = Schema.decodeUnknownResult(schema)(params, { errors: "all" })
-  return Result.isSuccess(decoded) ? undefined : describeIssues(formatIssues(decoded.failure.issue).issues)
+/** Why a request's params do not fit its method, as one line; undefined when they fit. */
+export type ParamsCheck = (params: unknown) => string | undefined
+
+/** The check of `schema`, its decoder made once (a check runs for every request). */
+export const paramsCheck = (schema: ParamsSchema): ParamsCheck => {
+  const decode = Schema.decodeUnknownResult(schema)
+  return (params) => {
+    const decoded = decode(params, { errors: "all" })
+    return Result.isSuccess(decoded) ? undefined : describeIssues(formatIssues(decoded.failure.issue).issues)
+  }
 }

@@ -23,7 +23,8 @@
  */
 import type { Transport, TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { JSONRPCMessage, MessageExtraInfo } from "@modelcontextprotocol/sdk/types.js"
-import { AnyParams, InitializeParams, type ParamsSchema, paramsIssues } from "./McpParams.ts"
+import { errorReply } from "../transports/JsonRpcText.ts"
+import { AnyParams, InitializeParams, type ParamsCheck, type ParamsSchema, paramsCheck } from "./McpParams.ts"
 
 /** The protocol versions a session speaks, newest first (those of the MCP SDK mnemos is tested with). */
 export const supportedProtocolVersions: ReadonlyArray<string> = [
@@ -44,12 +45,14 @@ export const errorCodes = {
   internalError: -32603,
 } as const
 
+const initializeCheck = paramsCheck(InitializeParams)
+
 /** Whether `value` is an `initialize` request whose params a session takes. */
 export const isInitializeRequest = (value: unknown): boolean =>
   typeof value === "object" &&
   value !== null &&
   (value as { method?: unknown }).method === "initialize" &&
-  paramsIssues(InitializeParams, (value as { params?: unknown }).params) === undefined
+  initializeCheck((value as { params?: unknown }).params) === undefined
 
 /** How long a request to the client waits for its answer unless told otherwise, in ms (the SDK's). */
 export const clientRequestTimeoutMs = 60_000
@@ -111,7 +114,7 @@ interface Outgoing {
 /** One session's protocol: bind handlers, then `connect` a transport. */
 export class McpServer {
   private transport: Transport | undefined
-  private readonly handlers = new Map<string, { readonly schema: ParamsSchema; readonly handler: Handler }>()
+  private readonly handlers = new Map<string, { readonly check: ParamsCheck; readonly handler: Handler }>()
   private readonly notificationHandlers = new Map<string, () => void>()
   /** Requests being answered, by id; aborting one drops its answer. */
   private readonly answering = new Map<RequestId, AbortController>()
@@ -132,12 +135,19 @@ export class McpServer {
     this.handle("ping", AnyParams, () => ({}))
   }
 
-  /** Answers `method` with `handler` once a request's params fit `schema`. */
-  handle(method: string, schema: ParamsSchema, handler: Handler): void {
+  /**
+   * Answers `method` with `handler` once a request's params fit `schema`; the handler gets them as
+   * they arrived (members the schema does not name included), typed as the schema checked them.
+   */
+  handle<S extends ParamsSchema>(
+    method: string,
+    schema: S,
+    handler: (params: S["Type"], extra: RequestExtra) => unknown,
+  ): void {
     const capability = capabilityOf(method)
     if (capability !== undefined && this.options.capabilities[capability] === undefined)
       throw new Error(`a handler for ${method} needs the ${capability} capability`)
-    this.handlers.set(method, { schema, handler })
+    this.handlers.set(method, { check: paramsCheck(schema), handler: handler as Handler })
   }
 
   /** Calls `handler` on each notification `method` from the client. */
@@ -224,12 +234,8 @@ export class McpServer {
     })
   }
 
-  private initialize(params: Params): Params {
-    const { protocolVersion, capabilities, clientInfo } = params as {
-      protocolVersion: string
-      capabilities: Params
-      clientInfo: ClientInfo
-    }
+  private initialize(params: typeof InitializeParams.Type): Params {
+    const { protocolVersion, capabilities, clientInfo } = params
     this.client = { capabilities, info: clientInfo }
     return {
       protocolVersion: supportedProtocolVersions.includes(protocolVersion) ? protocolVersion : latestProtocolVersion,
@@ -253,19 +259,17 @@ export class McpServer {
     const send = (reply: unknown) => transport?.send(reply as JSONRPCMessage)
     const bound = this.handlers.get(method)
     if (bound === undefined) {
-      send({ jsonrpc: "2.0", id, error: { code: errorCodes.methodNotFound, message: "Method not found" } })?.catch(
-        (error: unknown) => this.reportError("Failed to send an error response", error),
+      send(errorReply(id, errorCodes.methodNotFound, "Method not found"))?.catch((error: unknown) =>
+        this.reportError("Failed to send an error response", error),
       )
       return
     }
     const given = params ?? {}
-    const issues = paramsIssues(bound.schema, given)
+    const issues = bound.check(given)
     if (issues !== undefined) {
-      send({
-        jsonrpc: "2.0",
-        id,
-        error: { code: errorCodes.invalidParams, message: `Invalid params for ${method}: ${issues}` },
-      })?.catch((error: unknown) => this.reportError("Failed to send an error response", error))
+      send(errorReply(id, errorCodes.invalidParams, `Invalid params for ${method}: ${issues}`))?.catch(
+        (error: unknown) => this.reportError("Failed to send an error response", error),
+      )
       return
     }
     const controller = new AbortController()

@@ -256,7 +256,7 @@ export const startSession = (
       )
     }
     server.handle("tools/call", CallToolParams, (params, extra) =>
-      callTool(params.name as string, params.arguments as Record<string, unknown> | undefined, extra.requestId),
+      callTool(params.name, params.arguments, extra.requestId),
     )
 
     if (prompts.length > 0) {
@@ -265,7 +265,7 @@ export const startSession = (
         prompts: prompts.map((prompt) => prompt.definition) as never,
       }))
       server.handle("prompts/get", GetPromptParams, async (params, extra) => {
-        const { name, arguments: given } = params as { name: string; arguments?: Record<string, string> }
+        const { name, arguments: given } = params
         const prompt = promptsByName.get(name)
         if (prompt === undefined) throw new McpProtocolError(errorCodes.invalidParams, `Prompt ${name} not found`)
         const args = given ?? {}
@@ -298,7 +298,7 @@ export const startSession = (
       ],
     }))
     server.handle("resources/read", UriParams, async (params, extra) => {
-      const uri = params.uri as string
+      const { uri } = params
       const provider = providers.get(uri)
       if (provider !== undefined) {
         const value = await Effect.runPromise(provider.read)
@@ -319,14 +319,14 @@ export const startSession = (
       }
     })
     server.handle("resources/subscribe", UriParams, async (params, extra) => {
-      const uri = params.uri as string
+      const { uri } = params
       subscriptions.add(uri)
       if (uri === knowledgeGraphUri) await run(followGraph)
       await project(extra.requestId)
       return {}
     })
     server.handle("resources/unsubscribe", UriParams, (params) => {
-      subscriptions.delete(params.uri as string)
+      subscriptions.delete(params.uri)
       return {}
     })
 

@@ -91,9 +91,6 @@ const headerOf = (headers: IncomingHttpHeaders, name: string): string | undefine
   return Array.isArray(value) ? value.join(", ") : value
 }
 
-const isInitialize = (message: JSONRPCMessage): boolean =>
-  "method" in message && message.method === "initialize" && isInitializeRequest(message)
-
 /** One Streamable HTTP session's transport (see the module's docblock). */
 export class StreamableHttpTransport implements Transport {
   onclose?: () => void
@@ -158,7 +155,7 @@ export class StreamableHttpTransport implements Transport {
       if (message === undefined) return new Refused(400, -32700, "Parse error: Invalid JSON-RPC message")
       messages.push(message)
     }
-    if (messages.some(isInitialize)) {
+    if (messages.some(isInitializeRequest)) {
       if (this.initialized && this.sessionId !== undefined)
         return new Refused(400, -32600, "Invalid Request: Server already initialized")
       if (messages.length > 1)
